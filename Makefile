@@ -1,0 +1,31 @@
+# Everything runs from one virtual environment in .venv, created on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test check bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[test,bench]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/cleo-rules demo
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+
+check: $(STAMP)
+	$(BIN)/cleo-rules check
+
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,24 @@
+"""cleo-rules: decide, before retrieval, what to search for on each user turn.
+
+    >>> from cleo_rules import load_pack
+    >>> pack = load_pack()
+    >>> d = pack.classify("Yes, go with the second one.", history=["Compare the two van insurance quotes"])
+    >>> d.kind, d.query
+    ('follow_up', 'Compare the two van insurance quotes\\nYes, go with the second one.')
+"""
+
+from .errors import CleoError, PackError, Problem
+
+__all__ = ["load_pack", "Pack", "Decision", "CleoError", "PackError", "Problem"]
+
+
+def __getattr__(name):  # keep `import cleo_rules` cheap
+    if name in ("load_pack", "Pack"):
+        from .pack import compile as _compile
+
+        return getattr(_compile, name)
+    if name == "Decision":
+        from .classify import Decision
+
+        return Decision
+    raise AttributeError(name)

@@ -1,0 +1,85 @@
+"""The ``cleo-rules`` command: a thin click layer over the library.
+
+Subcommands live in their own modules and are imported only when called, so
+``cleo-rules classify`` never pays for torch or sentence-transformers.
+Every :class:`~cleo_rules.errors.CleoError` becomes ``Error: ...`` on stderr
+and exit code 1; a traceback is a bug.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from ..errors import CleoError
+
+# command name -> (module under cleo_rules.cli, attribute, one-line help)
+COMMANDS = {
+    "check": ("rules_cmds", "check", "Validate, lint and compile a rule pack, then run its corpus."),
+    "classify": ("rules_cmds", "classify", "Classify a message (or JSON Lines on stdin) and shape its query."),
+    "explain": ("rules_cmds", "explain", "Show which rules were tried on a message and which fired."),
+    "corpus": ("corpus_cmds", "corpus", "Build, check and diff the generated rule corpus."),
+    "packs": ("packs_cmds", "packs", "List the rule packs that can be loaded."),
+    "memory": ("memory_cmds", "memory", "Ingest into, search and maintain a memory store."),
+    "turn": ("turn_cmds", "turn", "Run turns end to end: classify, search, build context."),
+    "demo": ("turn_cmds", "demo", "Build the sample memory and replay a sample conversation."),
+    "relevance": ("turn_cmds", "relevance", "Sample traced retrievals for judging and score the judgments."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(name for name in COMMANDS if self._available(name))
+
+    def _available(self, name):
+        module = COMMANDS[name][0]
+        return importlib.util.find_spec(f"{__name__}.{module}") is not None
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS or not self._available(name):
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cleo-rules", prog_name="cleo-rules")
+def cli():
+    """Decide what an assistant with memory should search for on each turn.
+
+    \b
+    Example:
+      cleo-rules classify "Yes, go with the second one." --history "Compare the two van insurance quotes"
+    """
+
+
+def main(argv=None):
+    try:
+        rv = cli.main(args=argv, prog_name="cleo-rules", standalone_mode=False)
+    except CleoError as exc:
+        report = getattr(exc, "report", None)
+        text = report() if callable(report) else str(exc)
+        click.echo(f"Error: {text}", err=True)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    # click returns the code of ctx.exit(n) when not in standalone mode
+    sys.exit(rv if isinstance(rv, int) else 0)

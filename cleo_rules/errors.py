@@ -1,0 +1,135 @@
+"""Exceptions raised by cleo-rules.
+
+Every error the library raises on purpose is a :class:`CleoError`; the CLI turns
+one into ``Error: ...`` and exit code 1, never a traceback::
+
+    CleoError                      base; ``code`` is a stable identifier
+    ├── PackError                  a rule pack cannot be loaded; ``problems`` lists all
+    │   └── PackVersionError       the pack is outside a required version range
+    ├── PackNotFound               no pack under that name or path
+    ├── StoreError                 the memory store cannot be opened or written
+    │   └── IngestError            ingest input is malformed (``problems`` by line)
+    └── UsageError                 an argument or input line is wrong
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class CleoError(Exception):
+    """Base class of every deliberate cleo-rules error."""
+
+    code = "E000"
+
+    def __init__(self, message: str = "", *, code: str | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding about a rule pack, with where it is and how to fix it.
+
+    ``line`` and ``col`` are 1-based; ``pointer`` is a JSON pointer into the
+    file's document (``/rules/3/pattern``); ``rule`` is the id of the rule the
+    problem belongs to, when there is one.
+    """
+
+    code: str
+    message: str
+    file: str
+    line: int = 0
+    col: int = 0
+    pointer: str = ""
+    rule: str | None = None
+    help: str = ""
+    severity: str = "error"  # "error" or "warning"
+    rank: int = field(default=50, compare=False)  # lower sorts first: best match
+
+    @property
+    def location(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.col}"
+        return self.file
+
+    def format(self) -> str:
+        head = f"{self.location}: {self.severity}[{self.code}]"
+        if self.rule:
+            head += f" {self.rule}"
+        if self.pointer:
+            head += f" at {self.pointer}"
+        text = f"{head}: {self.message}"
+        if self.help:
+            text += f"\n  help: {self.help}"
+        return text
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "pointer": self.pointer,
+            "rule": self.rule,
+            "message": self.message,
+            "help": self.help,
+        }
+
+
+class PackError(CleoError):
+    """A rule pack failed to load, validate, lint or compile.
+
+    ``problems`` holds every finding, the most useful first.
+    """
+
+    code = "E100"
+
+    def __init__(self, problems, *, pack: str = ""):
+        problems = sorted(problems, key=lambda p: (p.severity != "error", p.rank, p.file, p.line, p.col))
+        self.problems = tuple(problems)
+        self.pack = pack
+        errors = [p for p in self.problems if p.severity == "error"]
+        count = len(errors)
+        where = f" {pack}" if pack else ""
+        lead = errors[0].format() if errors else "no details"
+        summary = f"rule pack{where} is invalid ({count} error{'s' if count != 1 else ''})"
+        super().__init__(f"{summary}\n{lead}")
+
+    def report(self) -> str:
+        """All problems, one block each, best first, and a count line."""
+        errors = sum(1 for p in self.problems if p.severity == "error")
+        warnings = len(self.problems) - errors
+        lines = [p.format() for p in self.problems]
+        lines.append(f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}")
+        return "\n".join(lines)
+
+
+class PackVersionError(PackError):
+    code = "E190"
+
+
+class PackNotFound(CleoError):
+    code = "E101"
+
+
+class StoreError(CleoError):
+    code = "E300"
+
+
+class IngestError(StoreError):
+    code = "E310"
+
+    def __init__(self, message: str, problems=()):
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+
+class UsageError(CleoError):
+    code = "E001"
