@@ -1,0 +1,1 @@
+"""Rule packs: load (YAML with positions) -> validate (schema + lints) -> compile."""

@@ -1,0 +1,423 @@
+"""Compile a pack directory into an immutable :class:`Pack`.
+
+Stages: read the manifest and files (:mod:`.load`), validate each against its
+JSON Schema and lint (:mod:`.validate`, :mod:`.regexlint`), build the
+:class:`~cleo_rules.classify.Matcher`, then check every example,
+counterexample and request form against the compiled pack. All problems are
+collected; any error raises :class:`~cleo_rules.errors.PackError` with the
+most useful one first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import regex
+
+from ..classify import Decision, Explanation, Matcher
+from ..errors import PackError, PackNotFound, Problem
+from ..resources import rules_dir
+from . import regexlint
+from .load import MANIFEST, MAX_FILES, Source, load_yaml, pointer_join, resolve_member
+from .validate import check_combine, file_kind, schema_problems
+
+DEFAULT_CONTEXT = {
+    "header": "Memory recalled for this turn (searched for: {query}):",
+    "snippet": "- From the conversation \"{title}\" ({date}): {text}",
+    "passage": "- From the document \"{title}\" ({date}): {text}",
+    "skipped": "No memory search was made for this turn.",
+    "empty": "A memory search was made for this turn (searched for: {query}); it found nothing relevant.",
+    "footer": "",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    min_chars: int = 10
+    max_follow_up_words: int = 12
+    combine: str = "{anchor}\n{message}"
+    timeout_ms: float = 50
+    max_scan_chars: int = 4000
+    anchor_lookback: int = 50
+
+
+@dataclass(frozen=True)
+class VocabSet:
+    id: str
+    role: str
+    description: str
+    words: tuple[str, ...]
+    token_patterns: tuple[str, ...]
+    examples: tuple[str, ...]
+    counterexamples: tuple[str, ...]
+    file: str
+    line: int
+    generate: Mapping | None = None
+    kind: str = "vocabulary"
+
+
+@dataclass(frozen=True)
+class PatternRule:
+    id: str
+    kind: str  # "follow_up" or "correction"
+    description: str
+    pattern: str
+    examples: tuple[str, ...]
+    counterexamples: tuple[str, ...]
+    file: str
+    line: int
+    request_forms: tuple[str, ...] = ()
+    max_content_words: int | None = None
+    generate: Mapping | None = None
+    compiled: Any = field(default=None, compare=False, repr=False)
+
+
+class Pack:
+    """A compiled, immutable rule pack.
+
+    ``classify(message, history=())`` returns a :class:`Decision`;
+    ``explain`` also lists every rule tried. Attributes: ``name``,
+    ``version``, ``locale``, ``content_hash``, ``settings``, ``rules``,
+    ``context`` (templates for the context block), ``slots`` (corpus fillers).
+    """
+
+    __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings",
+                 "vocab_sets", "follow_ups", "corrections", "context", "slots", "slots_seed", "_matcher",
+                 "_frozen")
+
+    def __init__(self, *, name, version, locale, description, path, content_hash, settings,
+                 vocab_sets, follow_ups, corrections, context, slots, slots_seed):
+        for key, value in locals().items():
+            if key != "self":
+                object.__setattr__(self, key, value)
+        object.__setattr__(self, "_matcher",
+                           Matcher(settings, vocab_sets, follow_ups, corrections, (name, version, content_hash)))
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("a compiled Pack is immutable")
+
+    def __repr__(self):
+        return f"<Pack {self.name} {self.version} ({self.content_hash}) from {self.path}>"
+
+    @property
+    def rules(self) -> tuple:
+        """Every rule, in the order they are applied: corrections, vocabulary, follow-ups."""
+        return self.corrections + self.vocab_sets + self.follow_ups
+
+    def rule(self, rule_id: str):
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(rule_id)
+
+    def classify(self, message: str, history=()) -> Decision:
+        """Classify ``message`` given earlier user messages (oldest first)."""
+        return self._matcher.classify(message, history)
+
+    def explain(self, message: str, history=()) -> Explanation:
+        return self._matcher.explain(message, history)
+
+    def kind_of(self, message: str) -> str:
+        return self._matcher.kind_of(message)
+
+    @property
+    def matcher(self) -> Matcher:
+        return self._matcher
+
+
+def _display(path: Path) -> str:
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def _find_manifest(path) -> tuple[Path, Path]:
+    p = Path(path) if path is not None else rules_dir()
+    if p.is_dir():
+        manifest = p / MANIFEST
+    else:
+        manifest, p = p, p.parent
+    if not manifest.is_file():
+        raise PackNotFound(f"no rule pack at {_display(p)}: {MANIFEST} not found",)
+    return p, manifest
+
+
+def _pattern_source(rule: dict) -> str:
+    pat = rule.get("pattern")
+    if isinstance(pat, list):
+        return "|".join(f"(?:{p})" for p in pat)
+    return pat
+
+
+def _regex_problems(src: Source, ptr: str, rid: str, pattern: str) -> tuple[Any, list[Problem]]:
+    """Compile one pattern and lint it. Returns ``(compiled or None, problems)``."""
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
+        pos = getattr(exc, "pos", None)
+        style = src.styles.get(ptr, "x")
+        offset = 0
+        if pos is not None and style in (None, "'", '"'):
+            offset = pos + (0 if style is None else 1)
+        where = f" at pattern position {pos}" if pos is not None else ""
+        return None, [src.problem("E130", f"pattern does not compile: {exc.msg if hasattr(exc, 'msg') else exc}{where}",
+                                  ptr, rule=rid, offset=offset, rank=3,
+                                  help="fix the regex syntax; in YAML prefer single quotes so backslashes stay as typed")]
+    problems = []
+    if compiled.groupindex:
+        problems.append(src.problem("E138", f"pattern uses named group(s) {', '.join(compiled.groupindex)}", ptr,
+                                    rule=rid, rank=4, help="use (?:...) instead; rule patterns are combined and names would clash"))
+    if compiled.search("", timeout=0.5) is not None:
+        problems.append(src.problem("E139", "pattern matches the empty message", ptr, rule=rid, rank=4,
+                                    help="a rule must require some text; check for a pattern that is all optional"))
+    why = regexlint.static_risk(pattern) or regexlint.probe(compiled, pattern)
+    if why:
+        problems.append(src.problem("E131", f"pattern can backtrack catastrophically: {why}", ptr, rule=rid, rank=3,
+                                    help="avoid nested repeats like (\\w+\\s?)+ and overlapping alternatives like (a|aa)+; "
+                                         "bound the repeat ({0,4}) or make each round end in a fixed character"))
+    return compiled, problems
+
+
+def _tup(v) -> tuple:
+    return tuple(v) if isinstance(v, list) else ()
+
+
+def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
+    """Load, validate, lint and compile the pack at ``path`` (default: bundled)."""
+    pack_dir, manifest_path = _find_manifest(path)
+    problems: list[Problem] = []
+    manifest, found = load_yaml(manifest_path, _display(manifest_path))
+    if manifest is None:
+        raise PackError(found, pack=_display(pack_dir))
+    problems += schema_problems(manifest, "pack")
+    mdata = manifest.data if isinstance(manifest.data, dict) else {}
+    name = mdata.get("pack", "?")
+    raw_settings = mdata.get("settings") if isinstance(mdata.get("settings"), dict) else {}
+    try:
+        settings = Settings(**{k: v for k, v in raw_settings.items() if k in Settings.__dataclass_fields__})
+    except TypeError:  # pragma: no cover - schema catches wrong keys first
+        settings = Settings()
+    if isinstance(settings.combine, str):
+        problems += check_combine(manifest, settings.combine)
+    context = dict(DEFAULT_CONTEXT)
+    if isinstance(mdata.get("context"), dict):
+        context.update({k: v for k, v in mdata["context"].items() if isinstance(v, str)})
+
+    files = mdata.get("files") if isinstance(mdata.get("files"), list) else []
+    if len(files) > MAX_FILES:
+        problems.append(manifest.problem("E114", f"{len(files)} files listed, at most {MAX_FILES}", "/files", rank=1,
+                                         help="merge rule files"))
+        files = files[:MAX_FILES]
+    sources: list[tuple[Source, str]] = []
+    for i, fname in enumerate(files):
+        ptr = pointer_join("/files", i)
+        member = resolve_member(pack_dir, fname) if isinstance(fname, str) else None
+        if member is None:
+            problems.append(manifest.problem("E115", f"file {fname!r} is outside the pack directory", ptr, rank=1,
+                                             help="list files by a path inside the pack, without '..' or a leading '/'"))
+            continue
+        if not member.is_file():
+            problems.append(manifest.problem("E115", f"file {fname!r} not found in {_display(pack_dir)}", ptr, rank=1,
+                                             help="create the file or remove it from the files list"))
+            continue
+        src, found = load_yaml(member, _display(member))
+        if src is None:
+            problems += found
+            continue
+        kind, found = file_kind(src)
+        problems += found
+        if kind is None:
+            continue
+        problems += schema_problems(src, kind)
+        sources.append((src, kind))
+
+    vocab_sets: list[VocabSet] = []
+    follow_ups: list[PatternRule] = []
+    corrections: list[PatternRule] = []
+    slots: dict[str, tuple[str, ...]] = {}
+    slots_seed = 0
+    seen_ids: dict[str, tuple[Source, str]] = {}
+    seen_words: dict[str, tuple[str, Source, str]] = {}
+
+    def claim_id(src, ptr, rid):
+        if not isinstance(rid, str):
+            return False
+        if rid in seen_ids:
+            first_src, first_ptr = seen_ids[rid]
+            line, col = first_src.where(first_ptr)
+            problems.append(src.problem("E132", f"duplicate rule id {rid!r} (first defined at {first_src.display}:{line}:{col})",
+                                        ptr, rule=rid, rank=2, help="give every rule a unique id"))
+            return False
+        seen_ids[rid] = (src, ptr)
+        return True
+
+    for src, kind in sources:
+        data = src.data
+        if kind == "slots":
+            if isinstance(data.get("slots"), dict):
+                for sname, fillers in data["slots"].items():
+                    if isinstance(fillers, list):
+                        slots[sname] = tuple(str(f) for f in fillers)
+            if isinstance(data.get("seed"), int):
+                slots_seed = data["seed"]
+            continue
+        items = data.get("sets" if kind == "vocabulary" else "rules")
+        if not isinstance(items, list):
+            continue
+        base = "/sets" if kind == "vocabulary" else "/rules"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            ptr = pointer_join(base, i)
+            rid = item.get("id")
+            ok = claim_id(src, pointer_join(ptr, "id"), rid)
+            line = src.where(ptr)[0]
+            if kind == "vocabulary":
+                words = [w for w in _tup(item.get("words")) if isinstance(w, str)]
+                for j, w in enumerate(words):
+                    key = " ".join(regex.findall(r"\w+(?:'\w+)*", w.casefold()))
+                    wptr = pointer_join(pointer_join(ptr, "words"), j)
+                    if not key:
+                        problems.append(src.problem("E133", f"vocabulary entry {w!r} has no word in it", wptr, rule=rid,
+                                                    rank=6, help="remove the entry; punctuation is ignored when matching"))
+                        continue
+                    if key in seen_words:
+                        other, osrc, optr = seen_words[key]
+                        line_o, col_o = osrc.where(optr)
+                        same = other == rid
+                        problems.append(src.problem(
+                            "E133",
+                            f"vocabulary entry {w!r} is listed twice in {rid}" if same else
+                            f"vocabulary entry {w!r} is also in {other} ({osrc.display}:{line_o}:{col_o}); the sets contradict",
+                            wptr, rule=rid, rank=6,
+                            help="remove the repeat" if same else "a word belongs to one set, or which rule fires is ambiguous; keep it in one"))
+                    else:
+                        seen_words[key] = (rid, src, wptr)
+                tps = []
+                for j, tp in enumerate(_tup(item.get("token_patterns"))):
+                    compiled, found = _regex_problems(src, pointer_join(pointer_join(ptr, "token_patterns"), j), rid, tp)
+                    problems += found
+                    if compiled is not None:
+                        tps.append(tp)
+                if ok:
+                    vocab_sets.append(VocabSet(
+                        id=rid, role=item.get("role", "filler"), description=item.get("description", ""),
+                        words=tuple(words), token_patterns=tuple(tps), examples=_tup(item.get("examples")),
+                        counterexamples=_tup(item.get("counterexamples")), file=src.display, line=line,
+                        generate=item.get("generate")))
+                continue
+            pattern = _pattern_source(item)
+            if not isinstance(pattern, str):
+                continue
+            pptr = pointer_join(ptr, "pattern")
+            if isinstance(item.get("pattern"), list):
+                compiled = None
+                for j, alt in enumerate(item["pattern"]):
+                    c, found = _regex_problems(src, pointer_join(pptr, j), rid, alt)
+                    problems += found
+                if not any(p.rule == rid and p.code in ("E130",) for p in problems):
+                    compiled, found = _regex_problems(src, pptr, rid, pattern)
+                    problems += [p for p in found if p.code != "E131"]
+            else:
+                compiled, found = _regex_problems(src, pptr, rid, pattern)
+                problems += found
+            if compiled is None or not ok:
+                continue
+            rule = PatternRule(
+                id=rid, kind="correction" if kind == "corrections" else "follow_up",
+                description=item.get("description", ""), pattern=pattern,
+                examples=_tup(item.get("examples")), counterexamples=_tup(item.get("counterexamples")),
+                file=src.display, line=line, request_forms=_tup(item.get("request_forms")),
+                max_content_words=item.get("max_content_words"), generate=item.get("generate"), compiled=compiled)
+            (corrections if kind == "corrections" else follow_ups).append(rule)
+
+    if any(p.severity == "error" for p in problems):
+        raise PackError(problems, pack=_display(pack_dir))
+
+    digest = hashlib.sha256(json.dumps([manifest.data] + [s.data for s, _ in sources],
+                                       sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
+    pack = Pack(name=name, version=mdata.get("version", "0.0.0"), locale=mdata.get("locale", ""),
+                description=mdata.get("description", ""), path=pack_dir, content_hash=digest, settings=settings,
+                vocab_sets=tuple(vocab_sets), follow_ups=tuple(follow_ups), corrections=tuple(corrections),
+                context=MappingProxyType(context), slots=MappingProxyType(slots), slots_seed=slots_seed)
+    if check_examples:
+        by_file = {s.display: s for s, _ in sources}
+        problems += example_problems(pack, by_file)
+        if any(p.severity == "error" for p in problems):
+            raise PackError(problems, pack=_display(pack_dir))
+    return pack
+
+
+def _rule_pointer(src: Source, rule_id: str) -> str:
+    for base in ("/sets", "/rules"):
+        items = src.data.get(base[1:]) if isinstance(src.data, dict) else None
+        if isinstance(items, list):
+            for i, item in enumerate(items):
+                if isinstance(item, dict) and item.get("id") == rule_id:
+                    return pointer_join(base, i)
+    return ""
+
+
+def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
+    """Every example must fire its rule; counterexamples and request forms must not."""
+    problems = []
+    for rule in pack.rules:
+        src = sources[rule.file]
+        base = _rule_pointer(src, rule.id)
+        want_kind = "follow_up" if rule.kind == "vocabulary" else rule.kind
+
+        def said(d: Decision) -> str:
+            if d.kind == "skip":
+                return f"skipped (under {pack.settings.min_chars} characters)"
+            return f"classified {d.kind}" + (f" by {d.rule}" if d.rule else "")
+
+        filler = getattr(rule, "role", None) == "filler"
+        for j, msg in enumerate(rule.examples):
+            d = pack.classify(msg)
+            if filler:  # filler never names a decision: its examples need only be follow-ups
+                if d.kind != "follow_up":
+                    problems.append(src.problem("E134", f"example {msg!r} should be a follow-up thanks to these words, but it is {said(d)}",
+                                                pointer_join(pointer_join(base, "examples"), j), rule=rule.id, rank=8,
+                                                help="add the missing words to a vocabulary set"))
+                continue
+            if d.rule != rule.id or d.kind != want_kind:
+                help = ("another rule is checked first and takes it; narrow that rule or move the example"
+                        if d.rule else
+                        ("add its missing words to this set" if rule.kind == "vocabulary" else
+                         "widen the pattern to match it (patterns see lower-case text with plain quotes), or remove the example"))
+                problems.append(src.problem("E134", f"example {msg!r} does not fire this rule: it is {said(d)}",
+                                            pointer_join(pointer_join(base, "examples"), j), rule=rule.id, rank=8, help=help))
+        for j, msg in enumerate(rule.counterexamples):
+            d = pack.classify(msg)
+            if filler and d.kind == "follow_up" and d.rule and d.rule.startswith("vocab"):
+                problems.append(src.problem("E135", f"counterexample {msg!r} is a vocabulary follow-up ({d.rule})",
+                                            pointer_join(pointer_join(base, "counterexamples"), j), rule=rule.id, rank=8,
+                                            help="a word in it is low-content by mistake; remove it from the vocabulary"))
+            elif d.rule == rule.id:
+                problems.append(src.problem("E135", f"counterexample {msg!r} fires this rule"
+                                            + (f" on {d.matched!r}" if d.matched else ""),
+                                            pointer_join(pointer_join(base, "counterexamples"), j), rule=rule.id, rank=8,
+                                            help="narrow the pattern (word boundaries, required words) or remove the counterexample"))
+        for j, msg in enumerate(getattr(rule, "request_forms", ())):
+            d = pack.classify(msg)
+            if d.kind != "follow_up" or d.rule == rule.id:
+                problems.append(src.problem("E136", f"request form {msg!r} must classify follow_up, but it is {said(d)}",
+                                            pointer_join(pointer_join(base, "request_forms"), j), rule=rule.id, rank=7,
+                                            help="a request ('try that one') is not a correction: narrow the correction pattern, "
+                                                 "or add the request's words to the vocabulary"))
+    return problems
+
+
+def load_pack(path=None, *, check_examples: bool = True) -> Pack:
+    """Load the pack at ``path`` (a directory or its ``pack.yaml``); the bundled pack by default.
+
+    Raises :class:`~cleo_rules.errors.PackError` listing every problem,
+    best first, or :class:`~cleo_rules.errors.PackNotFound`.
+    """
+    return compile_pack(path, check_examples=check_examples)

@@ -1,0 +1,210 @@
+"""Read a pack directory's YAML files, keeping where every value came from.
+
+Only plain YAML is accepted: the standard scalar types, lists and mappings.
+Tags that construct objects (``!!python/object``, ``!!binary``, custom ``!tags``),
+anchors and aliases, and duplicate keys are errors with a position. Files are
+bounded in number and size, and a manifest cannot name a file outside its
+pack directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import Problem
+
+MANIFEST = "pack.yaml"
+MAX_FILES = 64
+MAX_FILE_BYTES = 1 << 20  # 1 MiB
+
+_ALLOWED_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:map",
+}
+
+
+def pointer_join(pointer: str, token) -> str:
+    token = str(token).replace("~", "~0").replace("/", "~1")
+    return f"{pointer}/{token}"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One YAML document with the position of every value and key in it.
+
+    ``values`` and ``keys`` map a JSON pointer to a 1-based ``(line, col)``;
+    ``styles`` maps a pointer to the scalar style (``None`` plain, ``'"'``,
+    ``"'"``, ``"|"``, ``">"``) so a regex error can point inside the string.
+    """
+
+    path: Path
+    display: str
+    data: Any
+    values: dict = field(default_factory=dict, compare=False)
+    keys: dict = field(default_factory=dict, compare=False)
+    styles: dict = field(default_factory=dict, compare=False)
+
+    def where(self, pointer: str, *, key: bool = False) -> tuple[int, int]:
+        """Best known position for ``pointer``: the key when asked, else the value.
+
+        Falls back to the nearest ancestor that has a position.
+        """
+        table = self.keys if key else self.values
+        p = pointer
+        while True:
+            if p in table:
+                return table[p]
+            if key and p in self.values:
+                return self.values[p]
+            if not p:
+                return (1, 1)
+            p = p.rsplit("/", 1)[0]
+
+    def problem(self, code, message, pointer="", *, rule=None, help="", key=False, rank=50, offset=0, severity="error"):
+        line, col = self.where(pointer, key=key)
+        return Problem(code=code, message=message, file=self.display, line=line, col=col + offset,
+                       pointer=pointer, rule=rule, help=help, rank=rank, severity=severity)
+
+
+class _Reject(Exception):
+    def __init__(self, problem_args):
+        self.problem_args = problem_args
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases while composing (no expansion bombs)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            mark = event.start_mark
+            raise _Reject(("E112", "anchors and aliases are not supported in rule files",
+                           mark.line + 1, mark.column + 1,
+                           "write the repeated value out in full"))
+        event = self.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            mark = event.start_mark
+            raise _Reject(("E112", f"anchor &{anchor} is not supported in rule files",
+                           mark.line + 1, mark.column + 1, "remove the anchor and write values out in full"))
+        return super().compose_node(parent, index)
+
+
+def _convert(node, pointer, src_values, src_keys, styles, loader, display):
+    """Turn a composed node into plain data, recording positions."""
+    src_values[pointer] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    tag = node.tag
+    if tag not in _ALLOWED_TAGS:
+        raise _Reject(("E111", f"YAML tag {tag!r} is not allowed in rule files",
+                       node.start_mark.line + 1, node.start_mark.column + 1,
+                       "use plain strings, numbers, booleans, lists and mappings; remove the tag"))
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _ALLOWED_TAGS:
+                raise _Reject(("E111", "mapping keys must be plain strings",
+                               key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                               "write the key as a plain word"))
+            key = loader.construct_object(key_node)
+            if not isinstance(key, str):
+                key = str(key) if not isinstance(key, bool) else str(key).lower()
+            child = pointer_join(pointer, key)
+            if key in out:
+                first = src_keys.get(child, (0, 0))
+                raise _Reject(("E113", f"duplicate key {key!r} (first at line {first[0]})",
+                               key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                               "a key may appear once per mapping; merge or remove one of them"))
+            src_keys[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            out[key] = _convert(value_node, child, src_values, src_keys, styles, loader, display)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _convert(item, pointer_join(pointer, i), src_values, src_keys, styles, loader, display)
+            for i, item in enumerate(node.value)
+        ]
+    styles[pointer] = node.style
+    return loader.construct_object(node)
+
+
+def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, list[Problem]]:
+    """Load one rule file. Returns ``(source, [])`` or ``(None, problems)``."""
+    display = display or str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return None, [Problem("E115", f"cannot read file: {exc.strerror or exc}", display, rank=1,
+                              help="check the path in the manifest's files list")]
+    if size > MAX_FILE_BYTES:
+        return None, [Problem("E114", f"file is {size} bytes, over the limit of {MAX_FILE_BYTES}", display,
+                              line=1, col=1, rank=1, help="split the file or trim it")]
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, [Problem("E116", "file is not valid UTF-8", display, line=line, col=col, rank=1,
+                              help="save the file as UTF-8")]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    loader = _Loader(text)
+    values, keys, styles = {}, {}, {}
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, [Problem("E117", "file is empty", display, line=1, col=1, rank=2,
+                                  help="a rule file needs at least a `kind` key")]
+        data = _convert(node, "", values, keys, styles, loader, display)
+    except _Reject as rej:
+        code, msg, line, col, hint = rej.problem_args
+        return None, [Problem(code, msg, display, line=line, col=col, rank=1, help=hint)]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = exc.problem or "malformed YAML"
+        if exc.context:
+            what = f"{exc.context}: {what}" if "while" not in exc.context else f"{what} ({exc.context})"
+        return None, [Problem("E110", f"YAML syntax error: {what}", display, line=line, col=col, rank=0,
+                              help="check indentation, colons and quoting around this position")]
+    except yaml.YAMLError as exc:
+        return None, [Problem("E110", f"YAML error: {exc}", display, line=1, col=1, rank=0,
+                              help="check the file is plain YAML")]
+    finally:
+        loader.dispose()
+    return Source(path=path, display=display, data=data, values=values, keys=keys, styles=styles), []
+
+
+def resolve_member(pack_dir: Path, name: str) -> Path | None:
+    """The path of a file named in the manifest, or None if it escapes the pack."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        return None
+    candidate = Path(name)
+    if candidate.is_absolute() or ".." in candidate.parts:
+        return None
+    full = (pack_dir / candidate)
+    try:
+        real = Path(os.path.realpath(full))
+        root = Path(os.path.realpath(pack_dir))
+    except OSError:
+        return None
+    if real != root and root not in real.parents:
+        return None
+    return full
+
+
+def display_path(pack_dir: Path, path: Path) -> str:
+    """How a file is named in messages: relative to the current directory when inside it."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

@@ -1,0 +1,178 @@
+"""Schema validation and structural lints, with every problem placed.
+
+jsonschema reports where in the *document* a problem is (``absolute_path``);
+:class:`~cleo_rules.pack.load.Source` knows where each document value sits in
+the *file*. Joining the two gives ``file:line:col``, the JSON pointer and the
+rule id for every finding. Messages are rewritten for people, with one line
+of help each; the most relevant (jsonschema's ``relevance``) come first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import string
+from functools import lru_cache
+
+import jsonschema
+from jsonschema.exceptions import relevance
+
+from ..errors import Problem
+from ..resources import schemas_dir
+from .load import Source, pointer_join
+
+KINDS = ("vocabulary", "follow_ups", "corrections", "slots")
+_TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
+               "object": "a mapping", "boolean": "true or false", "null": "nothing"}
+
+
+@lru_cache(maxsize=None)
+def validator(name: str) -> jsonschema.protocols.Validator:
+    with open(schemas_dir() / f"{name}.schema.json", encoding="utf-8") as fh:
+        schema = json.load(fh)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def _type_of(value) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def rule_id_at(data, pointer: str) -> str | None:
+    """The id of the rule or set that ``pointer`` falls inside, if any."""
+    parts = pointer.split("/")
+    if len(parts) >= 3 and parts[1] in ("rules", "sets") and isinstance(data, dict):
+        items = data.get(parts[1])
+        try:
+            item = items[int(parts[2])]
+        except (TypeError, ValueError, IndexError, KeyError):
+            return None
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            return item["id"]
+    return None
+
+
+def _describe(error, source: Source) -> list[Problem]:
+    """Turn one jsonschema error into one or more placed problems."""
+    pointer = "".join(pointer_join("", p) for p in error.absolute_path)
+    rule = rule_id_at(source.data, pointer)
+    v = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    inst = error.instance
+    mk = lambda code, msg, help, ptr=pointer, key=False: source.problem(code, msg, ptr, rule=rule, help=help, key=key)
+
+    if v == "additionalProperties" and isinstance(inst, dict):
+        allowed = sorted(schema.get("properties", {}))
+        out = []
+        for extra in sorted(set(inst) - set(allowed)):
+            guess = difflib.get_close_matches(extra, allowed, n=1)
+            hint = f"did you mean {guess[0]!r}? " if guess else ""
+            out.append(mk("E121", f"unknown key {extra!r}",
+                          f"{hint}allowed keys here: {', '.join(allowed)}", pointer_join(pointer, extra), key=True))
+        return out
+    if v == "required" and isinstance(inst, dict):
+        missing = [k for k in error.validator_value if k not in inst]
+        out = []
+        for key in missing:
+            help = f"add `{key}:`"
+            if key in ("examples", "counterexamples", "request_forms"):
+                help += " with at least one message; every rule is tested in both directions"
+            elif key == "description":
+                help += " with one sentence saying what the rule recognises"
+            out.append(mk("E122", f"missing required key {key!r}", help))
+        return out
+    if v == "type":
+        want = error.validator_value
+        want_s = " or ".join(_TYPE_NAMES.get(w, w) for w in (want if isinstance(want, list) else [want]))
+        help = f"write {want_s} here"
+        if want == "string" and isinstance(inst, bool):
+            help = ("quote it: YAML reads yes/no/on/off/true/false as booleans, "
+                    "so write 'yes' in quotes")
+        elif want == "string" and isinstance(inst, (int, float)):
+            help = f"quote the value so YAML keeps it as text: '{inst}'"
+        elif want == "array" and isinstance(inst, str):
+            help = f"make it a list: [{json.dumps(inst)}]"
+        return [mk("E123", f"expected {want_s}, found {_type_of(inst)}", help)]
+    if v == "oneOf" and pointer.endswith("/pattern"):
+        return [mk("E123", f"expected a regex string or a list of them, found {_type_of(inst)}",
+                   "write the pattern as a quoted string")]
+    if v == "const":
+        return [mk("E124", f"{pointer.rsplit('/', 1)[-1] or 'value'} must be {error.validator_value!r}, found {inst!r}",
+                   f"set it to {error.validator_value!r} (file kinds: {', '.join(KINDS)})")]
+    if v == "enum":
+        return [mk("E124", f"{inst!r} is not one of {', '.join(map(repr, error.validator_value))}",
+                   f"use one of: {', '.join(map(str, error.validator_value))}")]
+    if v in ("minItems", "minProperties"):
+        n = error.validator_value
+        return [mk("E125", f"needs at least {n} item{'s' if n != 1 else ''}, has {len(inst)}",
+                   "add items; rules are tested in both directions" if "example" in pointer else "add items")]
+    if v == "maxItems":
+        return [mk("E125", f"has {len(inst)} items, at most {error.validator_value} allowed", "remove items")]
+    if v == "minLength":
+        return [mk("E125", "must not be empty", "write a value or remove the entry")]
+    if v == "uniqueItems":
+        return [mk("E126", "items must be unique", "remove the repeated item")]
+    if v == "pattern":
+        desc = schema.get("description", "")
+        return [mk("E127", f"{inst!r} is not a valid {pointer.rsplit('/', 1)[-1] or 'value'}",
+                   desc or f"it must match {error.validator_value}")]
+    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return [mk("E128", f"{inst!r} is out of range ({v} {error.validator_value})", schema.get("description", ""))]
+    return [mk("E120", error.message, schema.get("description", "see the schema in schemas/"))]
+
+
+def schema_problems(source: Source, schema_name: str) -> list[Problem]:
+    errors = sorted(validator(schema_name).iter_errors(source.data), key=relevance)
+    problems: list[Problem] = []
+    for rank, error in enumerate(errors):
+        for p in _describe(error, source):
+            problems.append(Problem(**{**p.__dict__, "rank": 10 + rank}))
+    return problems
+
+
+def file_kind(source: Source) -> tuple[str | None, list[Problem]]:
+    data = source.data
+    if not isinstance(data, dict):
+        return None, [source.problem("E120", f"a rule file must be a mapping, found {_type_of(data)}", "",
+                                     help="start the file with `kind: ...`", rank=5)]
+    kind = data.get("kind")
+    if kind not in KINDS:
+        if "kind" not in data:
+            return None, [source.problem("E122", "missing required key 'kind'", "",
+                                         help=f"add `kind:` with one of {', '.join(KINDS)}", rank=5)]
+        guess = difflib.get_close_matches(str(kind), KINDS, n=1)
+        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        return None, [source.problem("E124", f"unknown file kind {kind!r}", "/kind",
+                                     help=f"{hint}kinds: {', '.join(KINDS)}", rank=5)]
+    return kind, []
+
+
+def check_combine(source: Source, template: str) -> list[Problem]:
+    ptr = "/settings/combine"
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+    except ValueError as exc:
+        return [source.problem("E137", f"combine template is malformed: {exc}", ptr,
+                               help="use {anchor} and {message}; write {{ or }} for a literal brace")]
+    wrong = fields - {"anchor", "message"}
+    missing = {"anchor", "message"} - fields
+    problems = []
+    if wrong:
+        problems.append(source.problem("E137", f"combine template uses unknown field(s) {', '.join(sorted(wrong))}",
+                                       ptr, help="only {anchor} and {message} are available"))
+    if missing:
+        problems.append(source.problem("E137", f"combine template lacks {', '.join('{' + m + '}' for m in sorted(missing))}",
+                                       ptr, help="a follow-up's query needs both the anchor and the message"))
+    return problems

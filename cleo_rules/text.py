@@ -1,0 +1,97 @@
+"""Normalisation shared by the pack compiler and the matcher.
+
+Rules are written against normalised text, and every message is normalised
+the same way before matching: NFKC, zero-width and soft-hyphen characters
+removed, curly quotes/apostrophes and dashes made plain, case folded, and
+runs of white space collapsed to one space, stripped.
+
+:func:`normalize` is the fast path used on every message. :func:`normalize_map`
+also returns, for each normalised character, the span of the original text it
+came from, so a match can be reported in the user's own words.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import regex
+
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"
+_APOSTROPHES = "\u2018\u2019\u201a\u201b\u2032\u2035\u02bc\u02bb\u02bd\u0060\u00b4\uff07"
+_QUOTES = "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\uff02"
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+
+_TABLE = {ord(c): None for c in _ZERO_WIDTH}
+_TABLE.update({ord(c): "'" for c in _APOSTROPHES})
+_TABLE.update({ord(c): '"' for c in _QUOTES})
+_TABLE.update({ord(c): "-" for c in _DASHES})
+
+_SPACE = regex.compile(r"\s+")
+# A word: letters/digits/underscore, with inner apostrophes ("let's", "don't").
+WORD = regex.compile(r"\w+(?:'\w+)*")
+
+
+def normalize(text: str) -> str:
+    """Normalise ``text`` for matching (see the module docstring)."""
+    if text.isascii():
+        text = text.translate(_TABLE).lower()  # ASCII: NFKC is the identity
+    else:
+        text = unicodedata.normalize("NFKC", text).translate(_TABLE).casefold()
+        # casefold can produce characters NFKC would change again (rare)
+        text = unicodedata.normalize("NFKC", text)
+    return _SPACE.sub(" ", text).strip()
+
+
+def words(normalized: str) -> list[str]:
+    """The words of an already normalised text."""
+    return WORD.findall(normalized)
+
+
+def normalize_map(text: str) -> tuple[str, list[int], list[int]]:
+    """Normalise ``text`` and map every output character back to the input.
+
+    Returns ``(normalized, starts, ends)`` where normalised character ``i``
+    came from ``text[starts[i]:ends[i]]``. Works on clusters (a character and
+    its combining marks) so that composition is preserved; the result equals
+    :func:`normalize` for all practical input.
+    """
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    n = len(text)
+    i = 0
+    pending_space = False
+    while i < n:
+        j = i + 1
+        while j < n and unicodedata.combining(text[j]):
+            j += 1
+        piece = text[i:j]
+        if piece.isspace():
+            pending_space = bool(out)
+            i = j
+            continue
+        norm = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", piece).translate(_TABLE).casefold())
+        for ch in norm:
+            if ch.isspace():
+                pending_space = bool(out)
+                continue
+            if pending_space:
+                out.append(" ")
+                starts.append(i)
+                ends.append(i)
+                pending_space = False
+            out.append(ch)
+            starts.append(i)
+            ends.append(j)
+        i = j
+    return "".join(out), starts, ends
+
+
+def original_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Map a span of ``normalize(text)`` back to a span of ``text``."""
+    _, starts, ends = normalize_map(text)
+    if not starts or start >= end:
+        return (0, 0)
+    start = min(start, len(starts) - 1)
+    end = min(end, len(ends))
+    return (starts[start], ends[end - 1])
