@@ -229,6 +229,13 @@ class Matcher:
                 return rule.id
         return rules[0].id if rules else "?"
 
+    @staticmethod
+    def _content_ok(rule, n: int) -> bool:
+        """Whether ``n`` topic words outside the match suit ``rule``'s bounds."""
+        if n < rule.min_content_words:
+            return False
+        return rule.max_content_words is None or n <= rule.max_content_words
+
     def _content_outside(self, spans, covered, start, end) -> int:
         return sum(1 for (s, e), c in zip(spans, covered) if not c and (e <= start or s >= end))
 
@@ -256,8 +263,7 @@ class Matcher:
             spans = [m.span() for m in matches]
             head, covered = self._cover(tokens)
             def topic_free(rule, m):
-                return rule.max_content_words is None or \
-                    self._content_outside(spans, covered, *m.span()) <= rule.max_content_words
+                return self._content_ok(rule, self._content_outside(spans, covered, *m.span()))
 
             hit = self._search(self._follow_ups_re, self.follow_ups, text, topic_free)
             if hit is not None:
@@ -345,11 +351,12 @@ class Matcher:
         head, covered = self._cover(list(tokens))
         for rule in self.follow_ups:
             def check(m, rule=rule):
-                if rule.max_content_words is None:
+                if rule.max_content_words is None and not rule.min_content_words:
                     return True, ""
                 n = self._content_outside(spans, covered, *m.span())
-                ok = n <= rule.max_content_words
-                return ok, f"{n} topic word(s) outside the match (at most {rule.max_content_words})"
+                bounds = f"at least {rule.min_content_words}, " if rule.min_content_words else ""
+                bounds += f"at most {rule.max_content_words}" if rule.max_content_words is not None else "no upper bound"
+                return self._content_ok(rule, n), f"{n} topic word(s) outside the match ({bounds})"
             attempts.append(attempt("follow_up", rule, check))
         content = [t for t, c in zip(tokens, covered) if not c]
         if head is not None and not content:
