@@ -1,0 +1,298 @@
+"""``cleo-rules turn``, ``cleo-rules demo`` and ``cleo-rules relevance``.
+
+Thin click wrappers over :mod:`cleo_rules.turn` and :mod:`cleo_rules.relevance`.
+Library errors are :class:`~cleo_rules.errors.CleoError` and become
+``Error: ...`` with exit code 1 in :func:`cleo_rules.cli.main`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+import textwrap
+from datetime import date, datetime
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+
+
+def _load_pack(pack):
+    from .. import load_pack
+
+    return load_pack(pack)
+
+
+def _open_store(db, *, create: bool = False):
+    from ..retrieval import MemoryStore
+
+    path = Path(db)
+    if not create and not path.is_dir():
+        raise UsageError(f"no memory store at {path} (create one with 'cleo-rules memory ingest' or 'cleo-rules demo --db')")
+    return MemoryStore.open(path)
+
+
+def _read_turn_line(line: str, lineno: int) -> tuple[str, list[str]]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"stdin line {lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(row, dict) or not isinstance(row.get("message"), str):
+        raise UsageError(f"stdin line {lineno}: expected {{\"message\": \"...\", \"history\": [...]}}")
+    history = row.get("history", [])
+    if history is None:
+        history = []
+    if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
+        raise UsageError(f"stdin line {lineno}: \"history\" must be a list of earlier user messages (strings)")
+    return row["message"], history
+
+
+@click.command()
+@click.argument("message", required=False)
+@click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
+@click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line per turn.")
+@click.option("--history", "-H", multiple=True, help="An earlier user message, oldest first (repeatable; without --jsonl).")
+@click.option("--k", "-k", default=5, show_default=True, type=click.IntRange(1, 100), help="Results per search.")
+@click.option("--pack", type=click.Path(exists=True, file_okay=False), default=None, help="Rule pack directory (default: bundled).")
+@click.option("--no-trace", is_flag=True, help="Do not record traces in the store.")
+@click.option("--timings", is_flag=True, help="Add per-stage timings (seconds) to each output line.")
+def turn(message, db, jsonl, history, k, pack, no_trace, timings):
+    """Run turns end to end: classify, shape the query, search, build the context.
+
+    Each output line has kind, rule, query (null when no search was made),
+    anchor, results (source, id, item, title, date, text, score) and context.
+
+    \b
+    Examples:
+      echo '{"message": "Yes, the second one.", "history": ["Compare the two kiln quotes"]}' \\
+        | cleo-rules turn --db memory/ --jsonl
+      cleo-rules turn --db memory/ "What about the other one?" -H "Compare the two kiln quotes"
+    """
+    from ..turn import Recall
+
+    if jsonl and message is not None:
+        raise UsageError("give a MESSAGE or --jsonl, not both")
+    if not jsonl and message is None:
+        raise UsageError("give a MESSAGE, or --jsonl to read turns from stdin")
+    store = _open_store(db)
+    recall = Recall(store, _load_pack(pack), k=k, trace=not no_trace)
+    try:
+        if not jsonl:
+            click.echo(json.dumps(recall.turn(message, list(history)).to_dict(timings=timings), ensure_ascii=False))
+            return
+        for lineno, line in enumerate(sys.stdin, 1):
+            if not line.strip():
+                continue
+            msg, hist = _read_turn_line(line, lineno)
+            click.echo(json.dumps(recall.turn(msg, hist).to_dict(timings=timings), ensure_ascii=False))
+    finally:
+        recall.close()
+
+
+# --------------------------------------------------------------------------
+# demo
+# --------------------------------------------------------------------------
+
+def _demo_paths():
+    from ..resources import data_dir
+
+    data = data_dir()
+    memory = data / "sample_memory.jsonl"
+    conversation = data / "demo_conversation.jsonl"
+    for path in (memory, conversation):
+        if not path.is_file():
+            raise UsageError(f"bundled demo data missing: {path}")
+    return memory, conversation
+
+
+def _demo_messages(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _print_turn(n: int, t, *, width: int, context: bool, compare=None) -> None:
+    echo = click.echo
+    echo(click.style(f"Turn {n}", bold=True) + f"  user: {t.decision.message}")
+    rule = t.rule or "-"
+    echo(f"  kind: {t.kind}   rule: {rule}")
+    if t.query is None:
+        echo("  searched: nothing (no memory search was made for this turn)")
+    else:
+        query = t.query.replace("\n", " / ")
+        echo(f"  searched: {query}")
+        if not t.results:
+            echo("  recalled: nothing above the score floor")
+        for i, r in enumerate(t.results, 1):
+            label = "conversation" if r.source == "conversation" else "document"
+            echo(f"  {i}. {r.title} ({r.date}) [{label} {r.id}]  score {r.score:.2f}")
+            echo(f"     {_short(r.text, width - 5)}")
+    if compare is not None:
+        echo(click.style("  searched as typed, the old way, it would have recalled:", dim=True))
+        for i, r in enumerate(compare, 1):
+            echo(click.style(f"  {i}. {r.title} ({r.date})  score {r.score:.2f}", dim=True))
+    if context:
+        echo("  context block:")
+        echo(textwrap.indent(t.context, "    | "))
+    echo("")
+
+
+@click.command()
+@click.option("--db", type=click.Path(file_okay=False), default=None,
+              help="Build the sample memory here and keep it (default: a temporary directory, removed afterwards).")
+@click.option("--k", "-k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results per search.")
+@click.option("--pack", type=click.Path(exists=True, file_okay=False), default=None, help="Rule pack directory (default: bundled).")
+@click.option("--context", "show_context", is_flag=True, help="Also print each turn's context block.")
+@click.option("--compare", is_flag=True, help="For combined turns, also show what the raw message would have recalled.")
+def demo(db, k, pack, show_context, compare):
+    """Build the sample memory and replay a sample conversation.
+
+    The sample memory is a small business owner's past conversations and
+    documents. Each turn of the sample conversation is classified, its query
+    shaped and searched, and the recalled items are printed with the title and
+    date of the conversation or document they come from.
+
+    \b
+    Examples:
+      cleo-rules demo
+      cleo-rules demo --db ./sample-memory --context
+    """
+    from ..retrieval import MemoryStore
+    from ..turn import Recall
+
+    memory_path, conversation_path = _demo_paths()
+    messages = _demo_messages(conversation_path)
+    tmp = None
+    if db is None:
+        tmp = tempfile.mkdtemp(prefix="cleo-demo-")
+        db = tmp
+    try:
+        started = time.perf_counter()
+        pack_obj = _load_pack(pack)
+        click.echo(f"Building the sample memory in {db} ...", err=True)
+        store = MemoryStore.open(db)
+        added = store.ingest_jsonl(memory_path)
+        click.echo(f"  ingested {_ingest_summary(added)} from {memory_path.name} "
+                   f"in {time.perf_counter() - started:.1f} s", err=True)
+        click.echo(f"Replaying {len(messages)} turns with pack {pack_obj.name} {pack_obj.version}\n", err=True)
+        width = min(shutil.get_terminal_size((100, 20)).columns, 110)
+        with Recall(store, pack_obj, k=k) as recall:
+            history: list[str] = []
+            for n, row in enumerate(messages, 1):
+                t = recall.turn(row["message"], history)
+                before = None
+                if compare and t.decision.anchor:
+                    before = store.search(row["message"], k=k).results
+                _print_turn(n, t, width=width, context=show_context, compare=before)
+                history.append(row["message"])
+        click.echo(f"Done in {time.perf_counter() - started:.1f} s.", err=True)
+        if tmp is None:
+            click.echo(f"The memory is kept in {db}; try: cleo-rules turn --db {db} \"What about the other one?\" "
+                       f"-H \"{messages[0]['message']}\"", err=True)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ingest_summary(added) -> str:
+    """Describe what ``ingest_jsonl`` returned (a count, a mapping or a report object)."""
+    if isinstance(added, int):
+        return f"{added} items"
+    if isinstance(added, dict):
+        return ", ".join(f"{v} {k}" for k, v in added.items())
+    for attrs in (("conversations", "documents"),):
+        if all(hasattr(added, a) for a in attrs):
+            return ", ".join(f"{getattr(added, a)} {a}" for a in attrs)
+    return str(added)
+
+
+# --------------------------------------------------------------------------
+# relevance
+# --------------------------------------------------------------------------
+
+def _since(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        if len(value) == 10:
+            return date.fromisoformat(value).isoformat()
+        return datetime.fromisoformat(value).isoformat()
+    except ValueError:
+        raise UsageError(f"--since must be an ISO date or time such as 2024-06-01, not {value!r}") from None
+
+
+@click.group()
+def relevance():
+    """Sample traced retrievals for judging, and score the judgments.
+
+    The pair judged is always the query that was searched against the item it
+    recalled, as recorded in the trace; never the raw message.
+
+    \b
+    Example (nightly):
+      cleo-rules relevance sample --db memory/ --n 200 --since 2024-06-01 --out sample.jsonl
+      # judges set "relevant": true or false on every line
+      cleo-rules relevance score --db memory/ --judgments sample.jsonl
+    """
+
+
+@relevance.command("sample")
+@click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
+@click.option("--n", "n", required=True, type=click.IntRange(1), help="How many pairs to draw.")
+@click.option("--since", default=None, help="Only turns at or after this ISO date or time.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed; same seed, same sample.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              show_default=True, help="JSONL file to write ('-' for stdout).")
+def relevance_sample(db, n, since, seed, out):
+    """Draw a reproducible sample of (searched query, recalled item) pairs.
+
+    Each line has pair, kind, rule, pack, query, source, id, item, score,
+    title, date, text and "relevant": null for the judge to fill in.
+
+    \b
+    Example:
+      cleo-rules relevance sample --db memory/ --n 200 --since 2024-06-01 --out sample.jsonl
+    """
+    from ..relevance import sample_pairs
+
+    store = _open_store(db)
+    pairs = sample_pairs(store.db, n, since=_since(since), seed=seed)
+    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+    if out == "-":
+        click.echo(text, nl=False)
+    else:
+        Path(out).write_text(text, encoding="utf-8")
+    click.echo(f"{len(pairs)} pairs sampled" + ("" if out == "-" else f" to {out}"), err=True)
+
+
+@relevance.command("score")
+@click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
+@click.option("--judgments", required=True, type=click.Path(dir_okay=False), help="Judged JSONL file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def relevance_score(db, judgments, as_json):
+    """Print the irrelevant share of judged pairs, for snippets and passages, by kind.
+
+    \b
+    Example:
+      cleo-rules relevance score --db memory/ --judgments sample.jsonl
+    """
+    from ..relevance import score_judgments
+
+    store = _open_store(db)
+    report = score_judgments(store.db, judgments)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(report.format())

@@ -1,0 +1,210 @@
+"""The nightly relevance check over traced turns.
+
+Two steps, with a person (or any judge) in between:
+
+1. :func:`sample_pairs` draws a reproducible sample of *(searched query,
+   recalled item)* pairs from the traces. A pair is always the query that was
+   actually searched, as recorded in the trace, against one recalled snippet
+   or passage. The raw message is deliberately left out of the sample, so a
+   judge cannot score the wrong pair.
+2. :func:`score_judgments` reads the judged file (each line the sampled pair
+   with ``"relevant": true`` or ``false``) and reports the irrelevant share
+   for snippets and for passages, overall and by kind, with counts. Each
+   pair's kind and source are taken from the trace in the database, not from
+   the judgments file.
+
+The sample is a function of the traces present, ``n``, ``since`` and
+``seed``: the same database and arguments give the same pairs in the same
+order.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UsageError
+from .trace import read_traces
+
+KINDS = ("substantive", "follow_up", "correction")
+SOURCE_LABELS = {"conversation": "snippets", "document": "passages"}
+
+
+def pair_id(trace_id: int, rank: int) -> str:
+    """The id of the ``rank``-th (1-based) result of trace ``trace_id``: ``"<trace>:<rank>"``."""
+    return f"{trace_id}:{rank}"
+
+
+def traced_pairs(db, *, since: str | None = None) -> list[dict]:
+    """Every (searched query, recalled item) pair in the traces, oldest first."""
+    pairs = []
+    for row in read_traces(db, since=since, searched_only=True):
+        for rank, ref in enumerate(row["results"], 1):
+            pairs.append({
+                "pair": pair_id(row["id"], rank),
+                "trace_id": row["id"],
+                "rank": rank,
+                "time": row["time"],
+                "kind": row["kind"],
+                "rule": row["rule"],
+                "pack": row["pack"],
+                "pack_version": row["pack_version"],
+                "query": row["query"],
+                "source": ref["source"],
+                "id": ref["id"],
+                "item": ref["item"],
+                "score": ref["score"],
+            })
+    return pairs
+
+
+_ITEM_SQL = """
+SELECT 'conversation', s.item, c.title, c.date, s.text
+  FROM snippets AS s JOIN conversations AS c ON c.id = s.conversation_id
+ WHERE s.item IN (SELECT value FROM json_each(?1))
+UNION ALL
+SELECT 'document', p.item, d.title, d.date, p.text
+  FROM passages AS p JOIN documents AS d ON d.id = p.document_id
+ WHERE p.item IN (SELECT value FROM json_each(?2))
+"""
+
+
+def _item_texts(db, pairs: list[dict]) -> dict:
+    """``{(source, item): (title, date, text)}`` for the sampled items, in one query.
+
+    Items deleted from the store since their turn are simply missing.
+    """
+    wanted = {"conversation": [], "document": []}
+    for p in pairs:
+        if p["source"] in wanted:
+            wanted[p["source"]].append(p["item"])
+    if not pairs or not {"snippets", "passages"} <= set(db.table_names()):
+        return {}
+    rows = db.conn.execute(_ITEM_SQL, (json.dumps(wanted["conversation"]), json.dumps(wanted["document"])))
+    return {(source, item): (title, date, text) for source, item, title, date, text in rows}
+
+
+def sample_pairs(db, n: int, *, since: str | None = None, seed: int = 0) -> list[dict]:
+    """Draw up to ``n`` traced pairs, reproducibly, for judging.
+
+    ``db`` is the memory store's database. Each pair carries the item's
+    current ``title``, ``date`` and ``text`` (``null`` if it has been deleted
+    since) and ``"relevant": null`` for the judge to fill in.
+    """
+    if n < 1:
+        raise UsageError(f"--n must be at least 1, not {n}")
+    pairs = traced_pairs(db, since=since)
+    rng = random.Random(seed)
+    chosen = rng.sample(pairs, min(n, len(pairs)))
+    chosen.sort(key=lambda p: (p["trace_id"], p["rank"]))
+    texts = _item_texts(db, chosen)
+    for p in chosen:
+        p["title"], p["date"], p["text"] = texts.get((p["source"], p["item"]), (None, None, None))
+        p["relevant"] = None
+    return chosen
+
+
+@dataclass
+class Share:
+    """Judged pairs in one cell of the report, and how many were irrelevant."""
+
+    judged: int = 0
+    irrelevant: int = 0
+
+    @property
+    def share(self) -> float | None:
+        return self.irrelevant / self.judged if self.judged else None
+
+    def format(self) -> str:
+        if not self.judged:
+            return "-"
+        return f"{100 * self.irrelevant / self.judged:.1f}% ({self.irrelevant}/{self.judged})"
+
+
+@dataclass
+class RelevanceReport:
+    """Irrelevant share by kind (rows, plus ``all``) and source (snippets, passages)."""
+
+    cells: dict = field(default_factory=dict)  # (kind, source) -> Share
+
+    def cell(self, kind: str, source: str) -> Share:
+        return self.cells.setdefault((kind, source), Share())
+
+    def add(self, kind: str, source: str, relevant: bool) -> None:
+        for k in ("all", kind):
+            cell = self.cell(k, source)
+            cell.judged += 1
+            cell.irrelevant += 0 if relevant else 1
+
+    def rows(self) -> list[str]:
+        extra = sorted({k for k, _ in self.cells} - set(KINDS) - {"all"})
+        return ["all", *KINDS, *extra]
+
+    def to_dict(self) -> dict:
+        return {
+            kind: {
+                SOURCE_LABELS[src]: {"judged": c.judged, "irrelevant": c.irrelevant, "share": c.share}
+                for src in SOURCE_LABELS
+                for c in [self.cell(kind, src)]
+            }
+            for kind in self.rows()
+        }
+
+    def format(self) -> str:
+        """A plain-text table: one row per kind, snippets and passages as columns."""
+        head = ("kind", "snippets irrelevant", "passages irrelevant")
+        body = [(kind, self.cell(kind, "conversation").format(), self.cell(kind, "document").format())
+                for kind in self.rows()]
+        widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
+        lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+                 for r in [head, *body]]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def read_judgments(path: str | Path) -> list[dict]:
+    """Read a judgments JSONL file; every line needs ``pair`` and a boolean ``relevant``."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"judgments file not found: {path}")
+    rows, seen = [], set()
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+            if not isinstance(row, dict) or "pair" not in row:
+                raise UsageError(f"{path}:{lineno}: each line needs a \"pair\" id as written by 'relevance sample'")
+            if not isinstance(row.get("relevant"), bool):
+                raise UsageError(f"{path}:{lineno}: pair {row['pair']}: \"relevant\" must be true or false, "
+                                 f"not {json.dumps(row.get('relevant'))}")
+            if row["pair"] in seen:
+                raise UsageError(f"{path}:{lineno}: pair {row['pair']} is judged twice")
+            seen.add(row["pair"])
+            rows.append({"pair": str(row["pair"]), "relevant": row["relevant"], "line": lineno})
+    return rows
+
+
+def score_judgments(db, judgments: str | Path | Iterable[dict]) -> RelevanceReport:
+    """Score judged pairs against the traces in ``db``.
+
+    ``judgments`` is a path to a JSONL file or an iterable of
+    ``{"pair", "relevant"}`` dicts. A pair that is not in the traces is an
+    error: it would mean the file was sampled from a different database.
+    """
+    rows = read_judgments(judgments) if isinstance(judgments, (str, Path)) else list(judgments)
+    known = {p["pair"]: p for p in traced_pairs(db)}
+    report = RelevanceReport()
+    for row in rows:
+        pair = known.get(str(row["pair"]))
+        if pair is None:
+            where = f"line {row['line']}: " if "line" in row else ""
+            raise UsageError(f"{where}pair {row['pair']} is not in the traces of this database")
+        report.add(pair["kind"], pair["source"], bool(row["relevant"]))
+    return report

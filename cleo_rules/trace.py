@@ -1,0 +1,163 @@
+"""Traces: one row per turn in the memory store's SQLite database.
+
+A trace records what actually happened on a turn, so that the nightly
+relevance check (:mod:`cleo_rules.relevance`) scores the pair that really
+existed: the query that was searched, not the raw message.
+
+Table ``traces`` (created on first write)::
+
+    id            integer primary key
+    time          ISO 8601 UTC time the turn started, e.g. 2024-06-01T09:30:00.123456+00:00
+    message       the user's message as typed
+    kind, rule    the classifier's decision
+    pack, pack_version, pack_hash
+    query         the query searched; NULL when no search was made
+    anchor        the earlier message combined into the query, if any
+    k             how many results were asked for
+    results       JSON list of {"source", "id", "item", "score"}, best first
+    n_results     len(results)
+    classify_s, embed_s, search_s, metadata_s, context_s   stage timings in seconds
+    note          the decision's note (e.g. a rule that timed out), if any
+
+Writing a trace never fails a turn: any error is logged as a warning on the
+``cleo_rules`` logger and :meth:`Tracer.record` returns ``None``. A disabled
+tracer writes nothing and creates no table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+
+log = logging.getLogger("cleo_rules")
+
+TABLE = "traces"
+
+COLUMNS = {
+    "id": int,
+    "time": str,
+    "message": str,
+    "kind": str,
+    "rule": str,
+    "pack": str,
+    "pack_version": str,
+    "pack_hash": str,
+    "query": str,
+    "anchor": str,
+    "k": int,
+    "results": str,
+    "n_results": int,
+    "classify_s": float,
+    "embed_s": float,
+    "search_s": float,
+    "metadata_s": float,
+    "context_s": float,
+    "note": str,
+}
+
+TIMING_COLUMNS = ("classify", "embed", "search", "metadata", "context")
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with microseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def ensure_table(db) -> None:
+    """Create the ``traces`` table and its index on ``time`` if they are missing."""
+    if TABLE not in db.table_names():
+        db[TABLE].create(COLUMNS, pk="id", not_null={"time", "message", "kind"}, if_not_exists=True)
+        db[TABLE].create_index(["time"], if_not_exists=True)
+
+
+def result_refs(results: Sequence) -> list[dict]:
+    """The part of each result a trace keeps: source, ids and score."""
+    return [
+        {"source": r.source, "id": r.id, "item": r.item, "score": round(float(r.score), 6)}
+        for r in results
+    ]
+
+
+class Tracer:
+    """Writes one row per turn into ``db`` (a :class:`sqlite_utils.Database`).
+
+    ``enabled=False`` makes :meth:`record` a no-op. The table is created on
+    the first write, not before, so a store that never traces has no table.
+    """
+
+    def __init__(self, db, *, enabled: bool = True):
+        self.db = db
+        self.enabled = bool(enabled) and db is not None
+        self._ready = False
+        self.failures = 0  # writes that failed and were logged
+
+    def row(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int) -> dict:
+        """The row that :meth:`record` would write (no database access)."""
+        row = {
+            "time": time,
+            "message": decision.message,
+            "kind": decision.kind,
+            "rule": decision.rule,
+            "pack": decision.pack,
+            "pack_version": decision.pack_version,
+            "pack_hash": decision.pack_hash,
+            "query": decision.query,
+            "anchor": decision.anchor,
+            "k": int(k),
+            "results": json.dumps(result_refs(results), ensure_ascii=False),
+            "n_results": len(results),
+            "note": decision.note,
+        }
+        for stage in TIMING_COLUMNS:
+            value = timings.get(stage)
+            row[f"{stage}_s"] = None if value is None else float(value)
+        return row
+
+    def record(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int) -> int | None:
+        """Insert the trace of one turn; return its id, or ``None`` if disabled or failed."""
+        if not self.enabled:
+            return None
+        try:
+            row = self.row(time=time, decision=decision, results=results, timings=timings, k=k)
+            if not self._ready:
+                ensure_table(self.db)
+                self._ready = True
+            with self.db.conn:
+                cursor = self.db.conn.execute(
+                    f"INSERT INTO [{TABLE}] ({', '.join(f'[{c}]' for c in row)}) VALUES ({', '.join('?' for _ in row)})",
+                    list(row.values()),
+                )
+            return cursor.lastrowid
+        except Exception as exc:  # a trace must never fail the turn
+            self.failures += 1
+            self._ready = False
+            log.warning("could not write the turn trace: %s: %s", type(exc).__name__, exc)
+            return None
+
+
+def read_traces(db, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
+    """Yield trace rows oldest first, with ``results`` decoded from JSON.
+
+    ``since`` is an ISO date or time (``2024-06-01`` or a full timestamp);
+    rows whose ``time`` sorts at or after it are kept.
+    """
+    if TABLE not in db.table_names():
+        return
+    where, params = [], []
+    if since:
+        where.append("time >= ?")
+        params.append(since)
+    if searched_only:
+        where.append("query IS NOT NULL")
+    sql = f"SELECT * FROM [{TABLE}]"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY id"
+    cursor = db.conn.execute(sql, params)
+    names = [c[0] for c in cursor.description]
+    for values in cursor:
+        row = dict(zip(names, values))
+        row["results"] = json.loads(row["results"]) if row.get("results") else []
+        yield row

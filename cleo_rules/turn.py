@@ -1,0 +1,173 @@
+"""One turn end to end: classify, shape, search, build the context, trace.
+
+:class:`Recall` holds what is expensive to set up, a compiled rule pack and an
+open memory store (with its embedding model), and runs any number of turns
+with them::
+
+    >>> from cleo_rules.turn import Recall                       # doctest: +SKIP
+    >>> recall = Recall.open("memory/")                         # doctest: +SKIP
+    >>> t = recall.turn("Yes, go with the second one.",
+    ...                 history=["Compare the two van insurance quotes"])  # doctest: +SKIP
+    >>> t.kind, t.query                                         # doctest: +SKIP
+    ('follow_up', 'Compare the two van insurance quotes\\nYes, go with the second one.')
+
+Each call returns a :class:`Turn`: the classifier's decision, the results
+(empty when nothing was searched), the context block for the model, the
+stage timings and the id of the trace row. Nothing is searched when the
+decision has no query; the context block then says that no search was made.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .context import build_context
+from .trace import Tracer, now_iso
+
+DEFAULT_K = 5
+SOURCES = ("conversation", "document")
+STAGES = ("classify", "embed", "search", "metadata", "context", "trace")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The outcome of one turn.
+
+    ``timings`` holds seconds per stage: ``classify``, ``embed``, ``search``,
+    ``metadata`` (the batched title/date/text lookup), ``context``, ``trace``
+    and ``total``; the retrieval stages are 0 when nothing was searched.
+    ``trace_id`` is the id of the trace row, ``None`` when tracing is off or
+    the write failed.
+    """
+
+    decision: object  # cleo_rules.classify.Decision
+    results: tuple = ()
+    context: str = ""
+    timings: dict = field(default_factory=dict)
+    trace_id: int | None = None
+    time: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.decision.kind
+
+    @property
+    def rule(self) -> str | None:
+        return self.decision.rule
+
+    @property
+    def query(self) -> str | None:
+        """The query searched, ``None`` when no search was made."""
+        return self.decision.query
+
+    @property
+    def searched(self) -> bool:
+        return self.decision.query is not None
+
+    def to_dict(self, *, timings: bool = False) -> dict:
+        """JSON-ready: kind, rule, query, anchor, results, context (and timings)."""
+        d = {
+            "kind": self.decision.kind,
+            "rule": self.decision.rule,
+            "query": self.decision.query,
+            "anchor": self.decision.anchor,
+            "results": [r.to_dict() for r in self.results],
+            "context": self.context,
+        }
+        if self.decision.note:
+            d["note"] = self.decision.note
+        if timings:
+            d["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
+        return d
+
+
+class Recall:
+    """Runs turns against one rule pack and one memory store.
+
+    ``store`` is an open :class:`~cleo_rules.retrieval.MemoryStore`; ``pack``
+    a compiled :class:`~cleo_rules.pack.compile.Pack` (the bundled default
+    when ``None``). ``k`` results are asked for per search, from ``sources``,
+    with the store's score floor unless ``floor`` is given. ``trace=False``
+    writes no traces.
+    """
+
+    def __init__(self, store, pack=None, *, k: int = DEFAULT_K, sources: Sequence[str] = SOURCES,
+                 floor: float | None = None, trace: bool = True):
+        if pack is None:
+            from . import load_pack
+
+            pack = load_pack()
+        if k < 1:
+            raise ValueError(f"k must be at least 1, not {k}")
+        self.store = store
+        self.pack = pack
+        self.k = int(k)
+        self.sources = tuple(sources)
+        self.floor = floor
+        self.tracer = Tracer(getattr(store, "db", None), enabled=trace)
+
+    @classmethod
+    def open(cls, db, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:
+        """Open the store in directory ``db`` and load ``pack`` (a Pack, a path or ``None``)."""
+        from .retrieval import MemoryStore
+
+        if pack is None or not hasattr(pack, "classify"):
+            from . import load_pack
+
+            pack = load_pack(pack)
+        store = MemoryStore.open(db, embedder=embedder, model_path=model_path)
+        return cls(store, pack, **kwargs)
+
+    @property
+    def templates(self):
+        return self.pack.context
+
+    def turn(self, message: str, history: Sequence[str] = ()) -> Turn:
+        """Run one turn: ``history`` is the user's earlier messages, oldest first."""
+        started = now_iso()
+        t0 = time.perf_counter()
+        decision = self.pack.classify(message, history=tuple(history))
+        t1 = time.perf_counter()
+        timings = {"classify": t1 - t0, "embed": 0.0, "search": 0.0, "metadata": 0.0}
+
+        results: tuple = ()
+        if decision.query is not None:
+            response = self.store.search(decision.query, k=self.k, sources=self.sources, floor=self.floor)
+            results = tuple(response.results)
+            for stage in ("embed", "search", "metadata"):
+                timings[stage] = float(response.timings.get(stage, 0.0))
+
+        t2 = time.perf_counter()
+        context = build_context(self.templates, query=decision.query, results=results,
+                                message=decision.message, kind=decision.kind)
+        t3 = time.perf_counter()
+        timings["context"] = t3 - t2
+
+        trace_id = self.tracer.record(time=started, decision=decision, results=results, timings=timings, k=self.k)
+        t4 = time.perf_counter()
+        timings["trace"] = t4 - t3 if self.tracer.enabled else 0.0
+        timings["total"] = t4 - t0
+        return Turn(decision=decision, results=results, context=context, timings=timings,
+                    trace_id=trace_id, time=started)
+
+    __call__ = turn
+
+    def replay(self, messages: Sequence[str]) -> list[Turn]:
+        """Run ``messages`` as one conversation, each with the ones before as history."""
+        turns = []
+        for i, message in enumerate(messages):
+            turns.append(self.turn(message, history=messages[:i]))
+        return turns
+
+    def close(self) -> None:
+        close = getattr(self.store, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,129 @@
+"""The nightly relevance check: reproducible samples and scored judgments."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import sqlite_utils
+
+from cleo_rules.errors import UsageError
+from cleo_rules.relevance import sample_pairs, score_judgments, traced_pairs
+from cleo_rules.trace import Tracer
+
+from test_context import R
+from test_trace import decision
+
+
+def result(source, n, score=0.5):
+    pid = f"{'c' if source == 'conversation' else 'd'}{n}"
+    sep = "#s" if source == "conversation" else "#p"
+    return R(source, pid, f"{pid}{sep}0", f"title {pid}", "2024-01-01", f"text {pid}", score)
+
+
+@pytest.fixture
+def db():
+    """Traces of six turns: follow-ups, a substantive, a correction, a skip."""
+    db = sqlite_utils.Database(memory=True)
+    tracer = Tracer(db)
+    turns = [
+        ("2024-05-30T10:00:00+00:00", decision(kind="substantive", query="kiln quotes", message="kiln quotes"),
+         [result("conversation", 1), result("document", 2)]),
+        ("2024-06-01T10:00:00+00:00", decision(), [result("conversation", 3), result("conversation", 4),
+                                                  result("document", 5)]),
+        ("2024-06-01T11:00:00+00:00", decision(kind="skip", query=None, message="Yes."), []),
+        ("2024-06-02T09:00:00+00:00", decision(kind="correction", query="We tried that one already.",
+                                               message="We tried that one already."),
+         [result("conversation", 6), result("document", 7)]),
+        ("2024-06-02T10:00:00+00:00", decision(), [result("document", 8)]),
+        ("2024-06-03T10:00:00+00:00", decision(kind="substantive", query="vat", message="vat"), []),
+    ]
+    for time, d, results in turns:
+        tracer.record(time=time, decision=d, results=results, timings={}, k=5)
+    return db
+
+
+def test_pairs_are_the_searched_query_against_each_item(db):
+    pairs = traced_pairs(db)
+    assert [p["pair"] for p in pairs] == ["1:1", "1:2", "2:1", "2:2", "2:3", "4:1", "4:2", "5:1"]
+    follow = [p for p in pairs if p["trace_id"] == 2]
+    assert {p["query"] for p in follow} == {"Compare the two quotes\nYes, the second one."}
+    assert all("message" not in p for p in pairs)
+
+
+def test_sample_is_reproducible_and_respects_n_and_since(db):
+    a = sample_pairs(db, 4, seed=7)
+    b = sample_pairs(db, 4, seed=7)
+    assert a == b and len(a) == 4
+    assert [p["pair"] for p in a] == sorted((p["pair"] for p in a), key=lambda s: tuple(map(int, s.split(":"))))
+    assert all(p["relevant"] is None for p in a)
+    assert len(sample_pairs(db, 100)) == 8
+    since = sample_pairs(db, 100, since="2024-06-02")
+    assert {p["trace_id"] for p in since} == {4, 5}
+    assert len({frozenset(p["pair"] for p in sample_pairs(db, 3, seed=s)) for s in range(10)}) > 1
+
+
+def test_sample_never_draws_from_skipped_turns(db):
+    assert all(p["kind"] != "skip" and p["query"] for p in sample_pairs(db, 100))
+
+
+def test_sample_n_must_be_positive(db):
+    with pytest.raises(UsageError):
+        sample_pairs(db, 0)
+
+
+def judge(pairs, irrelevant):
+    return [{"pair": p["pair"], "relevant": p["pair"] not in irrelevant} for p in pairs]
+
+
+def test_score_by_source_and_kind(db):
+    pairs = sample_pairs(db, 100)
+    report = score_judgments(db, judge(pairs, {"2:1", "2:3", "4:1", "5:1"}))
+    d = report.to_dict()
+    assert d["all"]["snippets"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
+    assert d["all"]["passages"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
+    assert d["follow_up"]["snippets"] == {"judged": 2, "irrelevant": 1, "share": 0.5}
+    assert d["follow_up"]["passages"] == {"judged": 2, "irrelevant": 2, "share": 1.0}
+    assert d["substantive"]["snippets"]["irrelevant"] == 0 and d["substantive"]["passages"]["judged"] == 1
+    assert d["correction"]["snippets"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+    text = report.format()
+    assert text.splitlines()[0].split() == ["kind", "snippets", "irrelevant", "passages", "irrelevant"]
+    assert "50.0% (2/4)" in text and "100.0% (2/2)" in text
+
+
+def test_kind_and_source_come_from_the_traces_not_the_file(db, tmp_path):
+    path = tmp_path / "j.jsonl"
+    lines = [{**p, "kind": "substantive", "source": "document", "relevant": False} for p in sample_pairs(db, 100)]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    d = score_judgments(db, path).to_dict()
+    assert d["follow_up"]["snippets"]["judged"] == 2
+
+
+@pytest.mark.parametrize("line, message", [
+    ("not json", "not valid JSON"),
+    ('{"relevant": true}', "needs a \"pair\""),
+    ('{"pair": "1:1"}', "must be true or false, not null"),
+    ('{"pair": "1:1", "relevant": "yes"}', "must be true or false"),
+    ('{"pair": "99:1", "relevant": true}', "not in the traces"),
+])
+def test_bad_judgments_are_usage_errors_with_line_numbers(db, tmp_path, line, message):
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"pair": "1:2", "relevant": true}\n\n' + line + "\n")
+    with pytest.raises(UsageError) as err:
+        score_judgments(db, path)
+    text = str(err.value)
+    assert message in text
+    assert "j.jsonl:3:" in text or "line 3:" in text
+
+
+def test_a_pair_judged_twice_is_an_error(db, tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"pair": "1:2", "relevant": true}\n{"pair": "1:2", "relevant": false}\n')
+    with pytest.raises(UsageError, match="twice"):
+        score_judgments(db, path)
+
+
+def test_missing_judgments_file(db, tmp_path):
+    with pytest.raises(UsageError, match="not found"):
+        score_judgments(db, tmp_path / "nope.jsonl")
