@@ -112,7 +112,16 @@ class PackError(CleoError):
 
 
 class PackVersionError(PackError):
+    """The pack loaded, but its version is outside the range the runtime requires."""
+
     code = "E190"
+
+    def __init__(self, problems, *, pack: str = "", required: str = ""):
+        super().__init__(problems, pack=pack)
+        self.required = required
+        where = f" {pack}" if pack else ""
+        lead = self.problems[0].format() if self.problems else ""
+        self.args = (f"rule pack{where} is outside the required version range {required}\n{lead}",)
 
 
 class PackNotFound(CleoError):

@@ -416,10 +416,19 @@ def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
     return problems
 
 
-def load_pack(path=None, *, check_examples: bool = True) -> Pack:
+def load_pack(path=None, *, check_examples: bool = True, require=None) -> Pack:
     """Load the pack at ``path`` (a directory or its ``pack.yaml``); the bundled pack by default.
 
+    ``path`` may also be the name of an installed pack (entry point group
+    ``cleo_rules.packs``, see :mod:`.sources`). ``require``, a version range
+    such as ``">=1.0,<2"`` or ``"^1.2"``, refuses a pack outside it.
+
     Raises :class:`~cleo_rules.errors.PackError` listing every problem,
-    best first, or :class:`~cleo_rules.errors.PackNotFound`.
+    best first, :class:`~cleo_rules.errors.PackVersionError` for a version
+    outside ``require``, or :class:`~cleo_rules.errors.PackNotFound`.
     """
-    return compile_pack(path, check_examples=check_examples)
+    from .sources import check_version, resolve_pack
+
+    pack = compile_pack(resolve_pack(path), check_examples=check_examples)
+    check_version(pack, require)
+    return pack
