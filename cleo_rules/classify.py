@@ -100,15 +100,23 @@ class Explanation:
 ROLE_PRIORITY = ("choice", "nod", "negation", "closing", "request", "anaphor")
 
 
+def _prefilter(rule):
+    """The rule's required literals, if they hold for all of its own examples."""
+    from .pack.regexlint import required_literals
+
+    literals = required_literals(rule.pattern)
+    if literals is None:
+        return None
+    for example in rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())):
+        text = normalize(example)
+        if rule.compiled.search(text) and not any(lit in text for lit in literals):
+            return None  # the parser read the pattern differently: always search
+    return literals
+
+
 class _Timeout(Exception):
     def __init__(self, rule_id):
         self.rule_id = rule_id
-
-
-def _alternation(rules) -> regex.Pattern | None:
-    if not rules:
-        return None
-    return regex.compile("|".join(f"(?P<r{i}>{r.pattern})" for i, r in enumerate(rules)))
 
 
 class Matcher:
@@ -116,6 +124,10 @@ class Matcher:
 
     Built by :func:`cleo_rules.pack.compile.compile_pack`; holds only
     immutable state, so one instance serves any number of threads.
+    Patterns are tried one by one in file order, each behind a prefilter of
+    literal strings one of which any match must contain: on this pack that is
+    faster than one large alternation, which the ``regex`` engine cannot
+    optimise across lookarounds.
     """
 
     def __init__(self, settings, vocab_sets, follow_ups, corrections, identity):
@@ -134,14 +146,21 @@ class Matcher:
                     phrases.setdefault(key, index)
             for tp in vset.token_patterns:
                 token_res.append((index, regex.compile(tp)))
+        # single words answer in one dict lookup; longer phrases are tried only
+        # from a word that starts one, longest first
+        self._single = {k[0]: v for k, v in phrases.items() if len(k) == 1}
+        longest: dict[str, int] = {}
+        for key in phrases:
+            if len(key) > 1:
+                longest[key[0]] = max(longest.get(key[0], 1), len(key))
+        self._phrase_len = longest
         self._phrases = phrases
-        self._max_phrase = max((len(k) for k in phrases), default=1)
         self._token_res = tuple(token_res)
         # the set reported for a vocabulary follow-up: most telling role first
         self._rank = tuple(ROLE_PRIORITY.index(s.role) if s.role in ROLE_PRIORITY else None
                            for s in self.vocab_sets)
-        self._corrections_re = _alternation(self.corrections)
-        self._follow_ups_re = _alternation(self.follow_ups)
+        self._corrections = tuple((r, _prefilter(r)) for r in self.corrections)
+        self._follow_up_rules = tuple((r, _prefilter(r)) for r in self.follow_ups)
 
     # -- pieces --------------------------------------------------------
 
@@ -155,79 +174,57 @@ class Matcher:
         """Greedy longest-phrase cover of ``tokens``.
 
         Returns ``(head, covered)``: ``head`` is ``(set_index, first, last)``
-        for the first entry that is not filler (token indices, end exclusive),
-        ``covered`` a list of booleans, one per token. ``head`` is the entry
-        whose set has the most telling role (:data:`ROLE_PRIORITY`), the
-        earliest among equals; filler never heads.
+        (token indices, end exclusive), ``covered`` a list of booleans, one
+        per token. ``head`` is the entry whose set has the most telling role
+        (:data:`ROLE_PRIORITY`), the earliest among equals; filler never heads.
         """
         n = len(tokens)
         covered = [False] * n
         head = None
+        single, phrases, phrase_len, rank = self._single, self._phrases, self._phrase_len, self._rank
         i = 0
         while i < n:
-            found = None
-            for length in range(min(self._max_phrase, n - i), 0, -1):
-                index = self._phrases.get(tuple(tokens[i:i + length]))
-                if index is not None:
-                    found = (index, length)
-                    break
-            if found is None:
-                index = self._vocab_index(tokens[i])
-                if index is not None:
-                    found = (index, 1)
-            if found is None:
-                i += 1
-                continue
-            index, length = found
+            token = tokens[i]
+            index, length = None, 1
+            longest = phrase_len.get(token)
+            if longest:
+                for size in range(min(longest, n - i), 1, -1):
+                    index = phrases.get(tuple(tokens[i:i + size]))
+                    if index is not None:
+                        length = size
+                        break
+            if index is None:
+                index = single.get(token)
+                if index is None and self._token_res:
+                    index = self._vocab_index(token)
+                if index is None:
+                    i += 1
+                    continue
             for j in range(i, i + length):
                 covered[j] = True
-            rank = self._rank[index]
-            if rank is not None and (head is None or rank < self._rank[head[0]]):
+            r = rank[index]
+            if r is not None and (head is None or r < rank[head[0]]):
                 head = (index, i, i + length)
             i += length
         return head, covered
 
-    def _search(self, compiled, rules, text, accept=None):
-        """The first rule, in file order, that matches: ``(rule_index, match)`` or None.
+    def _first(self, rules, text, accept=None):
+        """The first rule, in file order, that matches: ``(rule, match)`` or None.
 
-        One search of the combined alternation answers the common case (no
-        rule matches). When it does match, rule ``i`` at the leftmost
-        position, the rules before ``i`` are tried on their own, since file
-        order, not position, decides. ``accept(rule, match)`` may refuse a
-        match, and the search goes on with the next rule.
+        A rule none of whose prefilter literals is in ``text`` cannot match
+        and is not searched. ``accept(rule, match)`` may refuse a match; the
+        search then goes on with the next rule.
         """
-        if compiled is None:
-            return None
-        try:
-            m = compiled.search(text, timeout=self._timeout)
-        except TimeoutError:
-            raise _Timeout(self._culprit(rules, text)) from None
-        if m is None:
-            return None
-        name = m.lastgroup
-        if name is None or not name.startswith("r"):
-            name = next(g for g, v in m.groupdict().items() if v is not None and g.startswith("r"))
-        first = int(name[1:])
-        for index, rule in enumerate(rules):
-            if index == first and (accept is None or accept(rule, m)):
-                return index, m
-            if index > first and accept is None:
-                break
+        for rule, literals in rules:
+            if literals is not None and not any(lit in text for lit in literals):
+                continue
             try:
-                own = rule.compiled.search(text, timeout=self._timeout)
+                m = rule.compiled.search(text, timeout=self._timeout)
             except TimeoutError:
                 raise _Timeout(rule.id) from None
-            if own is not None and (accept is None or accept(rule, own)):
-                return index, own
+            if m is not None and (accept is None or accept(rule, m)):
+                return rule, m
         return None
-
-    def _culprit(self, rules, text) -> str:
-        for rule in rules:
-            try:
-                rule.compiled.search(text, timeout=self._timeout)
-            except TimeoutError:
-                return rule.id
-        return rules[0].id if rules else "?"
 
     @staticmethod
     def _content_ok(rule, n: int) -> bool:
@@ -252,10 +249,10 @@ class Matcher:
             return "skip", None, None, None, None
         text = normalize(message[: s.max_scan_chars])
         try:
-            hit = self._search(self._corrections_re, self.corrections, text)
+            hit = self._first(self._corrections, text)
             if hit is not None:
-                index, m = hit
-                return "correction", self.corrections[index].id, m.span(), text, None
+                rule, m = hit
+                return "correction", rule.id, m.span(), text, None
             matches = list(WORD.finditer(text))
             if len(matches) > s.max_follow_up_words or len(message) > s.max_scan_chars:
                 return "substantive", None, None, text, None
@@ -265,10 +262,10 @@ class Matcher:
             def topic_free(rule, m):
                 return self._content_ok(rule, self._content_outside(spans, covered, *m.span()))
 
-            hit = self._search(self._follow_ups_re, self.follow_ups, text, topic_free)
+            hit = self._first(self._follow_up_rules, text, topic_free)
             if hit is not None:
-                index, m = hit
-                return "follow_up", self.follow_ups[index].id, m.span(), text, None
+                rule, m = hit
+                return "follow_up", rule.id, m.span(), text, None
             if head is not None and all(covered):
                 index, first, last = head
                 return "follow_up", self.vocab_sets[index].id, (spans[first][0], spans[last - 1][1]), text, None
@@ -348,7 +345,11 @@ class Matcher:
                                     note=f"{len(tokens)} words; follow-ups have at most {s.max_follow_up_words}"))
             return Explanation(decision, text, tokens, tuple(attempts))
         spans = [m.span() for m in matches]
-        head, covered = self._cover(list(tokens))
+        try:
+            head, covered = self._cover(list(tokens))
+        except _Timeout as t:
+            attempts.append(Attempt("vocabulary", t.rule_id, False, note="timed out"))
+            return Explanation(decision, text, tokens, tuple(attempts))
         for rule in self.follow_ups:
             def check(m, rule=rule):
                 if rule.max_content_words is None and not rule.min_content_words:

@@ -26,7 +26,6 @@ _TABLE.update({ord(c): "'" for c in _APOSTROPHES})
 _TABLE.update({ord(c): '"' for c in _QUOTES})
 _TABLE.update({ord(c): "-" for c in _DASHES})
 
-_SPACE = regex.compile(r"\s+")
 # A word: letters/digits/underscore, with inner apostrophes ("let's", "don't").
 WORD = regex.compile(r"\w+(?:'\w+)*")
 
@@ -39,7 +38,7 @@ def normalize(text: str) -> str:
         text = unicodedata.normalize("NFKC", text).translate(_TABLE).casefold()
         # casefold can produce characters NFKC would change again (rare)
         text = unicodedata.normalize("NFKC", text)
-    return _SPACE.sub(" ", text).strip()
+    return " ".join(text.split())  # str.split: the same white space as str.isspace
 
 
 def words(normalized: str) -> list[str]:
@@ -87,8 +86,34 @@ def normalize_map(text: str) -> tuple[str, list[int], list[int]]:
     return "".join(out), starts, ends
 
 
+# For ASCII, normalisation maps characters one to one except white space,
+# whose runs (as str.split sees them) become one space.
+_ASCII_RUN = regex.compile(r"[^ \t\n\r\x0b\x0c\x1c-\x1f]+")
+
+
+def _ascii_span(text: str, start: int, end: int) -> tuple[int, int]:
+    def locate(k: int, as_end: bool) -> int:
+        pos = 0
+        last_end = 0
+        for m in _ASCII_RUN.finditer(text):
+            if pos and k == pos - 1:  # the space before this run maps to its start
+                return m.start()
+            length = m.end() - m.start()
+            if k < pos + length or (as_end and k == pos + length):
+                return m.start() + (k - pos)
+            pos += length + 1
+            last_end = m.end()
+        return last_end
+
+    return locate(start, False), locate(end, True)
+
+
 def original_span(text: str, start: int, end: int) -> tuple[int, int]:
     """Map a span of ``normalize(text)`` back to a span of ``text``."""
+    if start >= end:
+        return (0, 0)
+    if text.isascii():
+        return _ascii_span(text, start, end)
     _, starts, ends = normalize_map(text)
     if not starts or start >= end:
         return (0, 0)

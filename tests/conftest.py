@@ -26,3 +26,38 @@ def default_pack():
     from cleo_rules import load_pack
 
     return load_pack()
+
+
+class PackCopy:
+    """A writable copy of the bundled pack in a temporary directory."""
+
+    def __init__(self, root):
+        import shutil
+
+        from cleo_rules.resources import rules_dir
+
+        self.dir = root / "pack"
+        shutil.copytree(rules_dir(), self.dir)
+
+    def read(self, name: str) -> str:
+        return (self.dir / name).read_text(encoding="utf-8")
+
+    def write(self, name: str, text: str) -> None:
+        (self.dir / name).write_text(text, encoding="utf-8")
+
+    def replace(self, name: str, old: str, new: str, count: int = 1) -> None:
+        text = self.read(name)
+        assert old in text, f"{old!r} not in {name}"
+        self.write(name, text.replace(old, new, count))
+
+    def line_of(self, name: str, needle: str) -> int:
+        """1-based line number of the first line containing ``needle``."""
+        for number, line in enumerate(self.read(name).splitlines(), 1):
+            if needle in line:
+                return number
+        raise AssertionError(f"{needle!r} not in {name}")
+
+
+@pytest.fixture
+def pack_copy(tmp_path):
+    return PackCopy(tmp_path)

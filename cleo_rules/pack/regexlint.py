@@ -265,3 +265,63 @@ def probe(compiled, pattern: str, *, budget: float = 0.25) -> str | None:
 def compile_pattern(pattern: str):
     """Compile as the matcher does (``regex`` V0 semantics)."""
     return regex.compile(pattern)
+
+
+# --------------------------------------------------------------------------
+# Prefilter: literal strings at least one of which every match contains.
+# --------------------------------------------------------------------------
+
+def _required(items):
+    """Required-literal set of a sequence of parsed items, or None if unknown."""
+    candidates = []
+    run: list[str] = []
+
+    def close_run():
+        if run:
+            candidates.append(frozenset(["".join(run)]))
+            run.clear()
+
+    for op, av in items:
+        if op is C.LITERAL:
+            run.append(chr(av))
+            continue
+        close_run()
+        sub = None
+        if op is C.SUBPATTERN:
+            sub = _required(av[-1])
+        elif op is C.BRANCH:
+            alts = [_required(alt) for alt in av[1]]
+            if all(a is not None for a in alts):
+                sub = frozenset().union(*alts)
+        elif _is_repeat(op) and av[0] >= 1:
+            sub = _required(av[2])
+        elif op is getattr(C, "ATOMIC_GROUP", None):
+            sub = _required(av)
+        if sub:
+            candidates.append(sub)
+    close_run()
+    if not candidates:
+        return None
+    # the most selective: longest shortest string, then fewest strings
+    return max(candidates, key=lambda s: (min(map(len, s)), -len(s)))
+
+
+def required_literals(pattern: str) -> tuple[str, ...] | None:
+    """Strings one of which every match of ``pattern`` contains, or None.
+
+    Used to skip a pattern's search when none of its literals is in the text.
+    Patterns with inline flags, or that the ``re`` parser cannot read, get no
+    prefilter (they are always searched).
+    """
+    try:
+        parsed = P.parse(pattern)
+    except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter
+        return None
+    if parsed.state.flags & (C.SRE_FLAG_IGNORECASE | C.SRE_FLAG_VERBOSE):
+        return None
+    found = _required(list(parsed))
+    # a literal under three characters ("it", "is") is in nearly every
+    # message: such a prefilter costs more than it saves
+    if not found or any(len(s.strip()) < 3 for s in found):
+        return None
+    return tuple(sorted(found))
