@@ -166,8 +166,11 @@ class Matcher:
 
     def _vocab_index(self, token: str) -> int | None:
         for index, rx in self._token_res:
-            if rx.fullmatch(token, timeout=self._timeout):
-                return index
+            try:
+                if rx.fullmatch(token, timeout=self._timeout):
+                    return index
+            except TimeoutError:
+                raise _Timeout(self.vocab_sets[index].id) from None
         return None
 
     def _cover(self, tokens):
