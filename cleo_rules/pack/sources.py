@@ -391,6 +391,14 @@ def _looks_like_path(spec: str) -> bool:
             or os.path.exists(spec))
 
 
+def _pack_path(p: Path) -> Path:
+    if not p.exists():
+        raise PackNotFound(f"no rule pack at {_display(p)}: no such directory",)
+    if p.is_file() and p.name == MANIFEST:
+        return p.parent
+    return p
+
+
 def resolve_pack(spec=None) -> Path:
     """The directory of the pack ``spec`` names: a path, an installed pack's name, or None (bundled).
 
@@ -400,12 +408,10 @@ def resolve_pack(spec=None) -> Path:
     """
     if spec is None:
         return rules_dir()
-    if isinstance(spec, os.PathLike):
-        return Path(spec)
-    if not isinstance(spec, str):
+    if not isinstance(spec, (str, os.PathLike)):
         raise UsageError(f"a pack is named by a directory or a name, not {type(spec).__name__}")
-    if not spec or _looks_like_path(spec):
-        return Path(spec)
+    if isinstance(spec, os.PathLike) or not spec or _looks_like_path(spec):
+        return _pack_path(Path(spec))
     eps = [ep for ep in _entry_points() if ep.name == spec]
     if len(eps) > 1:
         raise PackNotFound(f"rule pack name {spec!r} is advertised by {len(eps)} entry points "
