@@ -270,3 +270,40 @@ def test_white_space_only_ten_megabytes_is_skipped(default_pack):
 def test_scan_limit_comes_from_the_pack(default_pack):
     assert dataclasses.asdict(default_pack.settings)["max_scan_chars"] <= 1_000_000
     assert isinstance(default_pack.matcher, Matcher)
+
+
+class _Flaky:
+    """A compiled pattern whose first ``fails`` searches run out of time, as a
+    fast search does when its thread is descheduled on a busy machine."""
+
+    def __init__(self, pattern, fails):
+        self._rx = regex.compile(pattern)
+        self.fails = fails
+        self.calls = 0
+
+    def search(self, text, timeout=None):
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise TimeoutError("regex timed out")
+        return self._rx.search(text, timeout=timeout)
+
+
+@pytest.mark.parametrize("fails, kind, note", [
+    (1, "correction", None),                                # one lost race: retried, decided normally
+    (2, "substantive", "timeout in correction.flaky"),      # twice in a row: treated as a slow pattern
+])
+def test_one_timeout_is_retried_before_it_counts(fails, kind, note):
+    """The limit is wall-clock time, so one timeout may be the machine's
+    doing, not the pattern's; the search is run once more before the rule is
+    reported. Built directly: a compiled pattern cannot be made to lose a race
+    on demand."""
+    base = load_pack(MINI)
+    flaky = _Flaky(r"\bflaky\b", fails)
+    rule = dataclasses.replace(_rule("correction.flaky", "correction", r"\bflaky\b"), compiled=flaky)
+    pack = _with_rules(base, corrections=[rule])
+    d = pack.classify("That one is flaky again.", HISTORY_ONE)
+    assert (d.kind, d.note) == (kind, note)
+    assert flaky.calls == 2
+
+
+HISTORY_ONE = ["Which van insurer should we use?"]
