@@ -1,0 +1,396 @@
+"""Serving rule packs in a long-running process: versions, hot reload, bad packs that never win.
+
+:class:`PackManager` holds the compiled pack that answers every request and
+swaps in a new one only after it passes :func:`accept`, the single gate:
+
+1. load: plain YAML only, bounded files, schema, lints (including
+   catastrophic patterns), compile, and every example, counterexample and
+   request form of every rule (:func:`~cleo_rules.pack.compile.load_pack`);
+2. the version range the runtime requires, if any;
+3. the pack's own corpus, when :mod:`cleo_rules.corpus` provides a runner.
+
+A pack that fails any step is rejected: the reasons are logged on the
+``cleo_rules`` logger, kept in :attr:`PackManager.last_error`, and the
+previous pack keeps serving. The swap is one reference assignment of a
+fully built, immutable :class:`~cleo_rules.pack.compile.Pack`, and every
+call reads that reference once, so a request is answered wholly by one pack
+and its decision names that pack's version and content hash.
+
+Reload by calling :meth:`PackManager.reload`, or let the manager poll the
+pack directory (:meth:`PackManager.watch`; no extra dependency)::
+
+    with PackManager("rules/", require=">=1.0,<2", watch=True, interval=1.0) as packs:
+        decision = packs.classify("Yes, go with the second one.", history)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CleoError, PackError, Problem
+from .pack.compile import Pack, load_pack
+from .pack.sources import VersionRange, resolve_pack
+
+log = logging.getLogger("cleo_rules")
+
+__all__ = ["PackManager", "accept", "corpus_problems", "fingerprint"]
+
+#: files whose content makes up a pack on disk (rule files, manifest, corpus)
+WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+MAX_WATCHED_FILES = 1000
+
+
+# --------------------------------------------------------------------------
+# The acceptance gate
+# --------------------------------------------------------------------------
+
+
+def _corpus_runner():
+    """The corpus runner :mod:`cleo_rules.corpus` provides, or None while it has none.
+
+    The runner takes a compiled pack and returns a list of
+    :class:`~cleo_rules.errors.Problem` (empty when the pack's checked-in
+    corpus passes).
+    """
+    try:
+        module = importlib.import_module("cleo_rules.corpus")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("cleo_rules.corpus",):
+            return None
+        raise
+    return getattr(module, "pack_problems", None)
+
+
+def corpus_problems(pack: Pack) -> list[Problem]:
+    """Failures of ``pack``'s own checked-in corpus; empty when it passes or there is no runner."""
+    runner = _corpus_runner()
+    if runner is None:
+        return []
+    return list(runner(pack))
+
+
+def accept(pack_dir, *, require=None) -> Pack:
+    """Load ``pack_dir`` and return the compiled pack only if it may serve.
+
+    Validates, lints and compiles (examples included), checks ``require``
+    (a version range such as ``">=1.0,<2"``), then runs the pack's corpus.
+    Raises :class:`~cleo_rules.errors.PackError` (or a subclass) listing the
+    reasons, or :class:`~cleo_rules.errors.PackNotFound`.
+    """
+    pack = load_pack(Path(pack_dir), require=require)
+    problems = [p for p in corpus_problems(pack) if p.severity == "error"]
+    if problems:
+        raise PackError(problems, pack=str(pack_dir))
+    return pack
+
+
+# --------------------------------------------------------------------------
+# Fingerprints of a pack directory
+# --------------------------------------------------------------------------
+
+
+class _HashCache:
+    """``sha256`` of files, recomputed only when size or mtime changed.
+
+    A file modified within :attr:`RACY` seconds of being hashed is hashed
+    again on every call, so two writes inside one mtime tick are not missed.
+    """
+
+    RACY = 2.0
+
+    def __init__(self):
+        self._seen: dict[str, tuple[int, int, str]] = {}
+
+    def digest(self, path: str, st: os.stat_result) -> str:
+        old = self._seen.get(path)
+        fresh = time.time() - st.st_mtime < self.RACY
+        if old is not None and old[:2] == (st.st_mtime_ns, st.st_size) and not fresh:
+            return old[2]
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 16), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        self._seen[path] = (st.st_mtime_ns, st.st_size, digest)
+        return digest
+
+
+def fingerprint(pack_dir, *, _cache: _HashCache | None = None) -> str:
+    """A digest of every pack file under ``pack_dir``: names, sizes and contents.
+
+    Files are those ending in :data:`WATCHED_SUFFIXES`, hidden files and
+    directories excluded (editor swap files). A missing directory has the
+    fingerprint ``"missing"``. Touching a file without changing it does not
+    change the fingerprint.
+    """
+    cache = _cache or _HashCache()
+    root = Path(pack_dir)
+    if not root.is_dir():
+        return "missing"
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.endswith(WATCHED_SUFFIXES):
+                continue
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.stat(full)
+                digest = cache.digest(full, st)
+            except OSError:  # removed between listing and reading: part of a change in progress
+                digest = "unreadable"
+                st = None
+            entries.append(f"{os.path.relpath(full, root)}\0{st.st_size if st else -1}\0{digest}")
+            if len(entries) >= MAX_WATCHED_FILES:
+                break
+        if len(entries) >= MAX_WATCHED_FILES:
+            break
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------
+# The manager
+# --------------------------------------------------------------------------
+
+
+class _Refusal(Exception):
+    """A pack that did not pass the gate: ``error`` says why, ``fingerprint`` which files."""
+
+    def __init__(self, error: BaseException, fingerprint: str | None):
+        super().__init__(str(error))
+        self.error = error
+        self.fingerprint = fingerprint
+
+
+@dataclass(frozen=True)
+class _Serving:
+    """What answers requests: replaced as a whole, never edited."""
+
+    pack: Pack
+    pack_dir: Path
+    fingerprint: str
+
+
+class PackManager:
+    """Holds the serving pack and swaps in a new one atomically once it is accepted.
+
+    ``source`` is a pack directory, the name of an installed pack, or None
+    for the bundled pack. ``require`` is a version range every pack must
+    satisfy. ``watch=True`` starts polling the directory every ``interval``
+    seconds. ``cache_size`` accepted packs are remembered by fingerprint, so
+    switching back to a pack already seen is instant. The first load must
+    succeed (there is nothing else to serve): it raises the loader's error.
+
+    Attributes: :attr:`pack` (serving now), :attr:`pack_dir`,
+    :attr:`last_error` (why the most recent reload was refused; None after a
+    success), :attr:`reloads` (packs swapped in since start),
+    :attr:`rejections` (packs refused).
+    """
+
+    def __init__(self, source=None, *, require=None, watch: bool = False, interval: float = 1.0,
+                 cache_size: int = 4, gate=accept):
+        self._require = VersionRange.parse(require) if require is not None else None
+        self._gate = gate
+        self._lock = threading.RLock()  # one reload at a time; readers never take it
+        self._hashes = _HashCache()
+        self._cache: OrderedDict = OrderedDict()
+        self._cache_size = max(0, int(cache_size))
+        self._refused: tuple[Path, str] | None = None  # (dir, fingerprint) last rejected
+        self._pending: str | None = None  # fingerprint seen once by the watcher, not yet settled
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.last_error: CleoError | None = None
+        self.reloads = 0
+        self.rejections = 0
+        pack_dir = resolve_pack(source)
+        try:
+            pack, fp = self._load(pack_dir)
+        except _Refusal as refusal:
+            raise refusal.error from None
+        self._serving = _Serving(pack, pack_dir, fp)
+        log.info("rule pack %s %s (%s) serving from %s", pack.name, pack.version, pack.content_hash, pack_dir)
+        if watch:
+            self.watch(interval)
+
+    # -- reading: one reference read per call -----------------------------
+
+    @property
+    def pack(self) -> Pack:
+        """The pack serving now."""
+        return self._serving.pack
+
+    @property
+    def pack_dir(self) -> Path:
+        return self._serving.pack_dir
+
+    @property
+    def require(self) -> VersionRange | None:
+        return self._require
+
+    def classify(self, message: str, history=()):
+        """Classify with the pack serving now (see :meth:`Pack.classify`)."""
+        return self._serving.pack.classify(message, history)
+
+    def explain(self, message: str, history=()):
+        return self._serving.pack.explain(message, history)
+
+    def status(self) -> dict:
+        serving = self._serving
+        return {
+            "pack": serving.pack.name, "version": serving.pack.version, "hash": serving.pack.content_hash,
+            "path": str(serving.pack_dir), "require": str(self._require) if self._require else None,
+            "reloads": self.reloads, "rejections": self.rejections,
+            "last_error": str(self.last_error) if self.last_error else None, "watching": self.watching,
+        }
+
+    # -- loading -----------------------------------------------------------
+
+    def _load(self, pack_dir: Path, attempts: int = 3) -> tuple[Pack, str]:
+        """Accept ``pack_dir`` as one consistent snapshot: ``(pack, fingerprint)``.
+
+        The directory is fingerprinted before and after loading; if its files
+        changed meanwhile the result may mix old and new files, so it is
+        thrown away and the load tried again. Raises :class:`_Refusal`.
+        """
+        before = "missing"
+        for _ in range(attempts):
+            before = fingerprint(pack_dir, _cache=self._hashes)
+            key = (str(pack_dir), before)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key], before
+            try:
+                pack = self._gate(pack_dir, require=self._require)
+            except Exception as exc:  # noqa: BLE001 - judged below; nothing may stop the old pack serving
+                if fingerprint(pack_dir, _cache=self._hashes) != before:
+                    continue  # a half-written change, not a verdict on the pack
+                raise _Refusal(exc, before) from exc
+            if fingerprint(pack_dir, _cache=self._hashes) != before:
+                continue
+            if self._cache_size:
+                self._cache[key] = pack
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            return pack, before
+        raise _Refusal(CleoError(f"the files of rule pack {pack_dir} kept changing while it was loading; "
+                                 f"it is tried again once they are saved"), None)
+
+    def reload(self, source=None, *, strict: bool = False) -> bool:
+        """Load the pack again (or the pack ``source`` names) and swap it in if it is accepted.
+
+        Returns True when a different pack now serves, False when the pack
+        was refused or is the one already serving. A refused pack is logged
+        with its reasons and kept in :attr:`last_error`; the previous pack
+        keeps serving. ``strict=True`` also raises the error.
+        """
+        with self._lock:
+            old = self._serving
+            pack_dir = old.pack_dir
+            try:
+                if source is not None:
+                    pack_dir = resolve_pack(source)
+                pack, fp = self._load(pack_dir)
+            except _Refusal as refusal:
+                self._refuse(old, pack_dir, refusal.error, refusal.fingerprint)
+                if strict:
+                    raise refusal.error from None
+                return False
+            except CleoError as exc:  # the source names no pack
+                self._refuse(old, source, exc, None)
+                if strict:
+                    raise
+                return False
+            self.last_error = None
+            self._refused = None
+            if pack is old.pack or (pack.content_hash == old.pack.content_hash and pack_dir == old.pack_dir):
+                self._serving = _Serving(old.pack, pack_dir, fp)  # same content: nothing to swap
+                return False
+            self._serving = _Serving(pack, pack_dir, fp)
+            self.reloads += 1
+            log.info("rule pack %s %s (%s) from %s replaced %s %s (%s)", pack.name, pack.version,
+                     pack.content_hash, pack_dir, old.pack.name, old.pack.version, old.pack.content_hash)
+            return True
+
+    def _refuse(self, old: _Serving, where, exc: BaseException, fp: str | None) -> None:
+        self.rejections += 1
+        self._refused = (Path(where), fp) if fp is not None else None
+        if isinstance(exc, CleoError):
+            self.last_error = exc
+            report = exc.report() if hasattr(exc, "report") else str(exc)
+            log.warning("rule pack %s rejected; still serving %s %s (%s):\n%s", where, old.pack.name,
+                        old.pack.version, old.pack.content_hash, report)
+        else:
+            self.last_error = CleoError(f"loading rule pack {where} failed: {type(exc).__name__}: {exc}")
+            log.error("rule pack %s rejected by an unexpected error; still serving %s %s (%s)", where,
+                      old.pack.name, old.pack.version, old.pack.content_hash, exc_info=exc)
+
+    # -- watching ----------------------------------------------------------
+
+    def check(self) -> bool:
+        """One poll: reload if the serving directory's files changed and have settled.
+
+        A change is loaded once two polls in a row see the same files, so a
+        save in several steps is not loaded half-way. A refused version is
+        not tried again until the files change again. Returns True when a
+        new pack was swapped in.
+        """
+        with self._lock:
+            serving = self._serving
+            fp = fingerprint(serving.pack_dir, _cache=self._hashes)
+            if fp == serving.fingerprint or self._refused == (serving.pack_dir, fp):
+                self._pending = None
+                return False
+            if fp != self._pending:
+                self._pending = fp  # seen once; load when the next poll sees the same
+                return False
+            self._pending = None
+            return self.reload()
+
+    def watch(self, interval: float = 1.0) -> None:
+        """Poll the pack directory every ``interval`` seconds in a daemon thread."""
+        if interval <= 0:
+            raise ValueError("interval must be positive")
+        with self._lock:
+            if self.watching:
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._poll, args=(interval,), name="cleo-rules-pack-watch",
+                                            daemon=True)
+            self._thread.start()
+
+    def _poll(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.check()
+            except Exception:  # noqa: BLE001 - the watcher must outlive any one bad poll
+                log.exception("rule pack watcher: poll failed; still serving %s", self._serving.pack)
+
+    @property
+    def watching(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float | None = 5.0) -> None:
+        """Stop watching (if watching). The manager keeps serving its pack."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> "PackManager":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self):
+        p = self._serving.pack
+        return f"<PackManager serving {p.name} {p.version} ({p.content_hash}) from {self._serving.pack_dir}>"
