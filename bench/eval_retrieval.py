@@ -11,9 +11,17 @@ replayed three ways:
 * ``shaped`` the query the rule pack decides (this project),
 * ``oracle`` the hand-written query,
 
+plus a diagnostic fourth way, ``labelled``: the query the pack's combine
+template would give if the classifier agreed with every label (a labelled
+follow-up combined with the last labelled-substantive message before it,
+everything else searched as typed). It separates the idea of combining from
+the classifier's coverage.
+
 and the irrelevant share of the top-k is reported by expected kind: among the
 items returned in the top k, the fraction whose conversation or document is
-not in the turn's relevant set (pooled over turns). It is printed as a table
+not in the turn's relevant set (pooled over turns). k is 3 by default: a turn's
+relevant set holds one to four conversations or documents, so at k=5 even a
+perfect query often has to fill the last places with something else. It is printed as a table
 and drawn as a PNG bar chart. The classifier's accuracy against the expected
 kinds is printed too, with every turn it got wrong.
 
@@ -25,7 +33,7 @@ shaped (the turn's own rewrite left out of its results).
 
 Usage::
 
-    .venv/bin/python bench/eval_retrieval.py [--k 5] [--chart out/eval_retrieval.png]
+    .venv/bin/python bench/eval_retrieval.py [--k 3] [--chart out/eval_retrieval.png]
 """
 
 from __future__ import annotations
@@ -48,7 +56,13 @@ REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = REPO / "cleo_rules" / "data" / "eval"
 SHARED_EVAL = REPO / ".." / "shared" / "eval"
 KINDS = ("substantive", "follow_up", "correction")
-MODES = ("raw", "shaped", "oracle")
+MODES = ("raw", "shaped", "labelled", "oracle")
+MODE_HELP = {
+    "raw": "the message as typed (old behaviour)",
+    "shaped": "the query the rule pack decides (this project)",
+    "labelled": "shaped as the pack would if it classified every turn as labelled",
+    "oracle": "the query written by hand",
+}
 RAW_MIN_CHARS = 10  # the old behaviour: shorter messages were not searched
 
 
@@ -94,14 +108,25 @@ def raw_query(message: str) -> str | None:
     return message if len(message.strip()) >= RAW_MIN_CHARS else None
 
 
+def labelled_query(pack, turn: dict, anchor: str | None) -> str | None:
+    """The query shaping gives when the kind is the labelled one."""
+    if turn["kind"] == "skip":
+        return None
+    if turn["kind"] == "follow_up" and anchor is not None:
+        return pack.settings.combine.format(anchor=anchor, message=turn["message"])
+    return turn["message"]
+
+
 def replay(pack, store, dialogues, k: int) -> list[dict]:
-    """Search every turn three ways; one record per turn."""
+    """Search every turn every way (see MODES); one record per turn."""
     records = []
     for dialogue in dialogues:
         history: list[str] = []
+        anchor = None  # the last labelled-substantive message
         for n, turn in enumerate(dialogue["turns"], 1):
             decision = pack.classify(turn["message"], history=tuple(history))
-            queries = {"raw": raw_query(turn["message"]), "shaped": decision.query, "oracle": turn["oracle"]}
+            queries = {"raw": raw_query(turn["message"]), "shaped": decision.query,
+                       "labelled": labelled_query(pack, turn, anchor), "oracle": turn["oracle"]}
             relevant = set(turn["relevant"])
             record = {
                 "dialogue": dialogue["id"], "turn": n, "message": turn["message"],
@@ -120,6 +145,8 @@ def replay(pack, store, dialogues, k: int) -> list[dict]:
                 ]
             records.append(record)
             history.append(turn["message"])
+            if turn["kind"] == "substantive":
+                anchor = turn["message"]
     return records
 
 
@@ -129,7 +156,8 @@ def irrelevant_table(records: list[dict]) -> dict:
     for r in records:
         if r["expected"] == "skip":
             continue
-        for row in (r["expected"], "all"):
+        agreed = "classified alike" if r["kind"] == r["expected"] else "classified otherwise"
+        for row in (r["expected"], f"{r['expected']}: {agreed}", "all"):
             table[row]["turns"] += 1
             for mode in MODES:
                 results = r["results"][mode]
@@ -147,16 +175,23 @@ def share(cell) -> float:
 
 
 def format_table(table: dict, k: int, skipped: int) -> str:
-    head = f"{'expected kind':<14}{'turns':>6}   " + "   ".join(f"{m + ' irrelevant':>22}" for m in MODES)
-    lines = [f"Irrelevant share of the top-{k} (returned items not in the turn's relevant set)", head,
+    head = f"{'expected kind':<14}{'turns':>6}  " + "  ".join(f"{m:>17}" for m in MODES)
+    lines = [f"Irrelevant share of the top-{k} (returned items not in the turn's relevant set, pooled)", head,
              "-" * len(head)]
     for row in (*KINDS, "all"):
         if row not in table:
             continue
-        cells = table[row]
-        parts = [f"{pct(*cells[m])} ({cells[m][0]:>3}/{cells[m][1]:<3})".rjust(22) for m in MODES]
-        lines.append(f"{row:<14}{cells['turns']:>6}   " + "   ".join(parts))
-    lines.append(f"(skip turns, not searched in any mode: {skipped})")
+        for name in (row, f"{row}: classified alike", f"{row}: classified otherwise"):
+            if name not in table or (name != row and row == "all"):
+                continue
+            cells = table[name]
+            parts = [f"{pct(*cells[m])} ({cells[m][0]:>3}/{cells[m][1]:<3})".rjust(17) for m in MODES]
+            label = row if name == row else "  " + name.split(": ")[1].replace("classified alike", "pack agreed").replace("classified otherwise", "pack differed")
+            lines.append(f"{label:<14}{cells['turns']:>6}  " + "  ".join(parts))
+    lines.append(f"(skip turns, not searched in any mode: {skipped}; 'pack alike/otherwise': "
+                 "the turns the classifier put in the labelled kind, and the rest)")
+    for mode in MODES:
+        lines.append(f"  {mode:<9} {MODE_HELP[mode]}")
     return "\n".join(lines)
 
 
@@ -191,12 +226,12 @@ def draw_chart(table: dict, k: int, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = [row for row in (*KINDS, "all") if row in table]
-    colours = {"raw": "#c0504d", "shaped": "#4f81bd", "oracle": "#9bbb59"}
-    width = 0.26
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    colours = {"raw": "#c0504d", "shaped": "#4f81bd", "labelled": "#8fb4e3", "oracle": "#9bbb59"}
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(9, 4.8), dpi=120)
     for i, mode in enumerate(MODES):
         values = [100 * share(table[row][mode]) for row in rows]
-        xs = [x + (i - 1) * width for x in range(len(rows))]
+        xs = [x + (i - (len(MODES) - 1) / 2) * width for x in range(len(rows))]
         bars = ax.bar(xs, values, width, label=mode, color=colours[mode])
         for bar, value in zip(bars, values):
             if value == value:  # not NaN
@@ -206,7 +241,7 @@ def draw_chart(table: dict, k: int, path: Path) -> None:
     ax.set_xticklabels([f"{row}\n({table[row]['turns']} turns)" for row in rows])
     ax.set_ylabel(f"irrelevant share of top-{k} (%)")
     ax.set_ylim(0, 100)
-    ax.set_title("Recalled items unrelated to the turn: raw message vs shaped query vs oracle")
+    ax.set_title("Recalled items unrelated to the turn, by the query searched", fontsize=11)
     ax.legend(title="query searched")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -286,7 +321,7 @@ def cast_report(pack, embedder, turns: list[dict], k: int = 5) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--k", type=int, default=5, help="top-k to score (default 5)")
+    parser.add_argument("--k", type=int, default=3, help="top-k to score (default 3)")
     parser.add_argument("--chart", type=Path, default=REPO / "out" / "eval_retrieval.png",
                         help="where to write the PNG chart (default out/eval_retrieval.png)")
     parser.add_argument("--details", type=Path, default=REPO / "out" / "eval_retrieval_turns.jsonl",
@@ -328,7 +363,8 @@ def main(argv=None) -> int:
     print(format_table(table, args.k, skipped))
     fu, sub = table["follow_up"], table["substantive"]
     ratio = share(fu["shaped"]) / share(fu["raw"]) if share(fu["raw"]) else float("nan")
-    print(f"follow_up: shaped / raw = {ratio:.2f} (halved when <= 0.50); "
+    labelled_ratio = share(fu["labelled"]) / share(fu["raw"]) if share(fu["raw"]) else float("nan")
+    print(f"follow_up: shaped / raw = {ratio:.2f} (halved when <= 0.50; labelled / raw = {labelled_ratio:.2f}); "
           f"substantive: shaped - raw = {100 * (share(sub['shaped']) - share(sub['raw'])):+.1f} points")
     print()
     print(classifier_report(records))

@@ -207,3 +207,16 @@ def test_recall_open_loads_pack_from_a_path(tmp_path, embedder, default_pack):
 def test_k_must_be_positive(store, default_pack):
     with pytest.raises(ValueError):
         Recall(store, default_pack, k=0)
+
+
+def test_relevance_sample_pairs_the_searched_query_with_the_recalled_text(store, default_pack):
+    from cleo_rules.relevance import sample_pairs
+
+    recall = Recall(store, default_pack, k=2)
+    t = recall.turn("Go with the second one.", history=["Compare the two van insurance quotes"])
+    pairs = [p for p in sample_pairs(store.db, 1000) if p["trace_id"] == t.trace_id]
+    assert [p["item"] for p in pairs] == [r.item for r in t.results]
+    for p, r in zip(pairs, t.results):
+        assert p["query"] == t.query != t.decision.message
+        assert (p["title"], p["date"], p["text"]) == (r.title, r.date, r.text)
+        assert p["kind"] == "follow_up" and p["relevant"] is None

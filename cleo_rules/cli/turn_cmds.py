@@ -123,29 +123,30 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
-def _print_turn(n: int, t, *, width: int, context: bool, compare=None) -> None:
+def _print_turn(n: int, t, *, width: int, context: bool, compare=None, reply: str | None = None) -> None:
     echo = click.echo
     echo(click.style(f"Turn {n}", bold=True) + f"  user: {t.decision.message}")
-    rule = t.rule or "-"
-    echo(f"  kind: {t.kind}   rule: {rule}")
+    echo(f"  kind: {t.kind}   rule: {t.rule or '-'}")
     if t.query is None:
         echo("  searched: nothing (no memory search was made for this turn)")
     else:
-        query = t.query.replace("\n", " / ")
-        echo(f"  searched: {query}")
+        label = "searched (combined with an earlier message)" if t.decision.anchor else "searched"
+        echo(f"  {label}: {t.query.replace(chr(10), ' / ')}")
         if not t.results:
             echo("  recalled: nothing above the score floor")
         for i, r in enumerate(t.results, 1):
-            label = "conversation" if r.source == "conversation" else "document"
-            echo(f"  {i}. {r.title} ({r.date}) [{label} {r.id}]  score {r.score:.2f}")
-            echo(f"     {_short(r.text, width - 5)}")
+            echo(f"  {i}. {r.title} ({r.date})  [{r.source} {r.id}, score {r.score:.2f}]")
+            echo(click.style(f"     {_short(r.text, width - 5)}", dim=True))
     if compare is not None:
-        echo(click.style("  searched as typed, the old way, it would have recalled:", dim=True))
-        for i, r in enumerate(compare, 1):
-            echo(click.style(f"  {i}. {r.title} ({r.date})  score {r.score:.2f}", dim=True))
+        label, results = compare
+        echo(f"  {label}, it would have recalled:")
+        for i, r in enumerate(results, 1):
+            echo(f"  {i}. {r.title} ({r.date})  [score {r.score:.2f}]")
     if context:
         echo("  context block:")
         echo(textwrap.indent(t.context, "    | "))
+    if reply:
+        echo(click.style(f"  assistant: {reply}", italic=True))
     echo("")
 
 
@@ -155,14 +156,18 @@ def _print_turn(n: int, t, *, width: int, context: bool, compare=None) -> None:
 @click.option("--k", "-k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results per search.")
 @click.option("--pack", type=click.Path(exists=True, file_okay=False), default=None, help="Rule pack directory (default: bundled).")
 @click.option("--context", "show_context", is_flag=True, help="Also print each turn's context block.")
-@click.option("--compare", is_flag=True, help="For combined turns, also show what the raw message would have recalled.")
+@click.option("--compare/--no-compare", default=True, show_default=True,
+              help="For a combined turn, also show what the raw message would have recalled; "
+                   "for a correction, what combining it would have recalled.")
 def demo(db, k, pack, show_context, compare):
     """Build the sample memory and replay a sample conversation.
 
-    The sample memory is a small business owner's past conversations and
-    documents. Each turn of the sample conversation is classified, its query
-    shaped and searched, and the recalled items are printed with the title and
-    date of the conversation or document they come from.
+    The sample memory is a small plumbing and heating business's past
+    conversations and documents. Each turn of the sample conversation is
+    classified, its query shaped and searched, and the recalled items are
+    printed with the title and date of the conversation or document they
+    come from. The assistant's replies (abridged) are printed for reading
+    only; they are not part of any search.
 
     \b
     Examples:
@@ -173,7 +178,7 @@ def demo(db, k, pack, show_context, compare):
     from ..turn import Recall
 
     memory_path, conversation_path = _demo_paths()
-    messages = _demo_messages(conversation_path)
+    rows = _demo_messages(conversation_path)
     tmp = None
     if db is None:
         tmp = tempfile.mkdtemp(prefix="cleo-demo-")
@@ -181,41 +186,57 @@ def demo(db, k, pack, show_context, compare):
     try:
         started = time.perf_counter()
         pack_obj = _load_pack(pack)
-        click.echo(f"Building the sample memory in {db} ...", err=True)
-        store = MemoryStore.open(db)
-        added = store.ingest_jsonl(memory_path)
-        click.echo(f"  ingested {_ingest_summary(added)} from {memory_path.name} "
-                   f"in {time.perf_counter() - started:.1f} s", err=True)
-        click.echo(f"Replaying {len(messages)} turns with pack {pack_obj.name} {pack_obj.version}\n", err=True)
-        width = min(shutil.get_terminal_size((100, 20)).columns, 110)
-        with Recall(store, pack_obj, k=k) as recall:
+        click.echo(f"Building the sample memory in {db} (loading the embedding model) ...", err=True)
+        total = sum(1 for line in memory_path.open(encoding="utf-8") if line.strip())
+        done = 0
+
+        def progress(lines: int) -> None:
+            nonlocal done
+            done += lines
+            click.echo(f"  {min(done, total)}/{total} items embedded", err=True)
+
+        with MemoryStore.open(db) as store:
+            report = store.ingest_jsonl(memory_path, progress=progress)
+            click.echo(f"  {_ingest_summary(report)} in {time.perf_counter() - started:.1f} s", err=True)
+            click.echo(f"Replaying {len(rows)} turns with pack {pack_obj.name} {pack_obj.version}, k={k}\n", err=True)
+            width = min(shutil.get_terminal_size((100, 20)).columns, 110)
+            recall = Recall(store, pack_obj, k=k)
             history: list[str] = []
-            for n, row in enumerate(messages, 1):
+            last_substantive = None
+            for n, row in enumerate(rows, 1):
                 t = recall.turn(row["message"], history)
-                before = None
-                if compare and t.decision.anchor:
-                    before = store.search(row["message"], k=k).results
-                _print_turn(n, t, width=width, context=show_context, compare=before)
+                _print_turn(n, t, width=width, context=show_context, reply=row.get("assistant"),
+                            compare=_comparison(store, pack_obj, t, last_substantive, k) if compare else None)
                 history.append(row["message"])
+                if t.kind == "substantive":
+                    last_substantive = row["message"]
         click.echo(f"Done in {time.perf_counter() - started:.1f} s.", err=True)
         if tmp is None:
-            click.echo(f"The memory is kept in {db}; try: cleo-rules turn --db {db} \"What about the other one?\" "
-                       f"-H \"{messages[0]['message']}\"", err=True)
+            click.echo(f"The memory and its traces are kept in {db}. Try:\n"
+                       f"  cleo-rules turn --db {db} \"Yes, the second one.\" -H \"{rows[0]['message']}\"", err=True)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _ingest_summary(added) -> str:
-    """Describe what ``ingest_jsonl`` returned (a count, a mapping or a report object)."""
-    if isinstance(added, int):
-        return f"{added} items"
-    if isinstance(added, dict):
-        return ", ".join(f"{v} {k}" for k, v in added.items())
-    for attrs in (("conversations", "documents"),):
-        if all(hasattr(added, a) for a in attrs):
-            return ", ".join(f"{getattr(added, a)} {a}" for a in attrs)
-    return str(added)
+def _comparison(store, pack, t, last_substantive: str | None, k: int):
+    """What the other choice would have recalled: ``(label, results)`` or ``None``.
+
+    A combined follow-up is compared with its raw message searched as typed;
+    a correction with the query combining would have given.
+    """
+    if t.decision.anchor:
+        return "searched as typed", store.search(t.decision.message, k=k).results
+    if t.kind == "correction" and last_substantive:
+        combined = pack.settings.combine.format(anchor=last_substantive, message=t.decision.message)
+        return "combined with the earlier message", store.search(combined, k=k).results
+    return None
+
+
+def _ingest_summary(report) -> str:
+    """One line about what ``ingest_jsonl`` did."""
+    summary = getattr(report, "summary", None)
+    return summary() if callable(summary) else str(report)
 
 
 # --------------------------------------------------------------------------
