@@ -93,3 +93,13 @@ def test_help_has_examples(capsys):
     for argv in (["relevance", "--help"], ["relevance", "sample", "--help"], ["relevance", "score", "--help"]):
         code, out, _ = run(capsys, *argv)
         assert code == 0 and "Example" in out
+
+
+def test_since_with_a_time_zone_is_compared_in_utc(store_dir, capsys):
+    # 2024-06-02T10:00+02:00 is 08:00 UTC, the time of the third turn
+    code, stdout, _ = run(capsys, "relevance", "sample", "--db", str(store_dir), "--n", "10",
+                          "--since", "2024-06-02T10:00:00+02:00")
+    assert code == 0 and {json.loads(line)["trace_id"] for line in stdout.splitlines()} == {3}
+    code, stdout, _ = run(capsys, "relevance", "sample", "--db", str(store_dir), "--n", "10",
+                          "--since", "2024-06-02T08:00:01")
+    assert code == 0 and stdout == ""

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import textwrap
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import click
@@ -57,7 +57,8 @@ def _read_turn_line(line: str, lineno: int) -> tuple[str, list[str]]:
 @click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line per turn.")
 @click.option("--history", "-H", multiple=True, help="An earlier user message, oldest first (repeatable; without --jsonl).")
 @click.option("--k", "-k", default=5, show_default=True, type=click.IntRange(1, 100), help="Results per search.")
-@click.option("--pack", type=click.Path(exists=True, file_okay=False), default=None, help="Rule pack directory (default: bundled).")
+@click.option("--pack", default=None, metavar="DIR|NAME",
+              help="Rule pack directory, its pack.yaml, or an installed pack's name (default: the bundled cleo-en).")
 @click.option("--no-trace", is_flag=True, help="Do not record traces in the store.")
 @click.option("--timings", is_flag=True, help="Add per-stage timings (seconds) to each output line.")
 def turn(message, db, jsonl, history, k, pack, no_trace, timings):
@@ -78,8 +79,8 @@ def turn(message, db, jsonl, history, k, pack, no_trace, timings):
         raise UsageError("give a MESSAGE or --jsonl, not both")
     if not jsonl and message is None:
         raise UsageError("give a MESSAGE, or --jsonl to read turns from stdin")
-    store = _open_store(db)
-    recall = Recall(store, _load_pack(pack), k=k, trace=not no_trace)
+    pack_obj = _load_pack(pack)
+    recall = Recall(_open_store(db), pack_obj, k=k, trace=not no_trace)
     try:
         if not jsonl:
             click.echo(json.dumps(recall.turn(message, list(history)).to_dict(timings=timings), ensure_ascii=False))
@@ -154,7 +155,8 @@ def _print_turn(n: int, t, *, width: int, context: bool, compare=None, reply: st
 @click.option("--db", type=click.Path(file_okay=False), default=None,
               help="Build the sample memory here and keep it (default: a temporary directory, removed afterwards).")
 @click.option("--k", "-k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results per search.")
-@click.option("--pack", type=click.Path(exists=True, file_okay=False), default=None, help="Rule pack directory (default: bundled).")
+@click.option("--pack", default=None, metavar="DIR|NAME",
+              help="Rule pack directory, its pack.yaml, or an installed pack's name (default: the bundled cleo-en).")
 @click.option("--context", "show_context", is_flag=True, help="Also print each turn's context block.")
 @click.option("--compare/--no-compare", default=True, show_default=True,
               help="For a combined turn, also show what the raw message would have recalled; "
@@ -244,14 +246,18 @@ def _ingest_summary(report) -> str:
 # --------------------------------------------------------------------------
 
 def _since(value: str | None) -> str | None:
+    """``--since`` as a string comparable with trace times (ISO 8601, UTC)."""
     if value is None:
         return None
     try:
         if len(value) == 10:
             return date.fromisoformat(value).isoformat()
-        return datetime.fromisoformat(value).isoformat()
+        moment = datetime.fromisoformat(value)
     except ValueError:
         raise UsageError(f"--since must be an ISO date or time such as 2024-06-01, not {value!r}") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.isoformat()
 
 
 @click.group()
