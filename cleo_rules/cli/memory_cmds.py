@@ -1,0 +1,250 @@
+"""``cleo-rules memory``: ingest into, search and maintain a memory store.
+
+A thin layer over :class:`cleo_rules.retrieval.MemoryStore`; every command
+takes the store directory as ``--db DIR`` (or ``$CLEO_MEMORY_DB``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from contextlib import contextmanager
+
+import click
+
+from ..errors import UsageError
+
+SOURCE_CHOICES = ("conversation", "document")
+
+
+def _db_option(f):
+    return click.option(
+        "--db",
+        "db",
+        required=True,
+        envvar="CLEO_MEMORY_DB",
+        type=click.Path(file_okay=False),
+        help="Memory store directory, created when missing (or set CLEO_MEMORY_DB).",
+    )(f)
+
+
+def _model_option(f):
+    return click.option(
+        "--model",
+        "model_path",
+        type=click.Path(exists=True, file_okay=False),
+        default=None,
+        help="sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2).",
+    )(f)
+
+
+@contextmanager
+def _open(db, **kwargs):
+    """Open the store, showing its repair warnings as ``Warning: ...`` lines."""
+    from ..retrieval import MemoryStore, StoreWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StoreWarning)
+        store = MemoryStore.open(db, **kwargs)
+        try:
+            yield store
+        finally:
+            store.close()
+            for w in caught:
+                if issubclass(w.category, StoreWarning):
+                    click.echo(f"Warning: {w.message}", err=True)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def memory():
+    """Ingest into, search and maintain a memory store.
+
+    A store is one directory: a SQLite database (the source of truth) and
+    hnswlib indexes rebuilt from it whenever they are missing or damaged.
+
+    \b
+    Example:
+      cleo-rules memory ingest --db mem/ --sample
+      cleo-rules memory search --db mem/ "van insurance excess" --k 3
+    """
+
+
+@memory.command()
+@_db_option
+@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--sample", is_flag=True, help="Ingest the bundled sample memory instead of FILE.")
+@click.option("--strict", is_flag=True, help="Reject the whole file if any line is malformed (default: skip such lines).")
+@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(1, 10_000), help="Items embedded and committed together.")
+@click.option("--chunk-size", default=None, type=click.IntRange(1), help="Words per snippet or passage (default 120).")
+@click.option("--chunk-overlap", default=None, type=click.IntRange(0), help="Words a passage may repeat from the previous one (default 30).")
+@click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on long runs in a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_model_option
+def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, progress, as_json, model_path):
+    """Add conversations and documents from a JSON Lines FILE ('-' for stdin).
+
+    Each line is {"type": "conversation", "id", "title", "date", "messages":
+    [{"role", "text"}, ...]} or {"type": "document", "id", "title", "date",
+    "text"}. Re-ingesting an id replaces it; the same content is left as is.
+    Malformed lines are reported with their line numbers and skipped, or,
+    with --strict, the whole file is rejected and nothing is written.
+
+    \b
+    Example:
+      cleo-rules memory ingest --db mem/ notes.jsonl --strict
+    """
+    from ..resources import data_dir
+    from ..retrieval.chunk import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+
+    if sample == bool(file):
+        raise UsageError("give either a FILE to ingest or --sample")
+    path = str(data_dir() / "sample_memory.jsonl") if sample else file
+    if path == "-":
+        source = sys.stdin.buffer.readlines()
+        total = len(source)
+    else:
+        source = path
+        try:
+            with open(path, "rb") as fh:
+                total = sum(1 for _ in fh)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    show = progress if progress is not None else (total >= 200 and sys.stderr.isatty() and not as_json)
+    options = {
+        "chunk_size": chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE,
+        "chunk_overlap": chunk_overlap if chunk_overlap is not None else DEFAULT_CHUNK_OVERLAP,
+        "model_path": model_path,
+    }
+    with _open(db, **options) as store:
+        if show:
+            with click.progressbar(length=total, label="Ingesting", file=sys.stderr) as bar:
+                report = store.ingest_jsonl(source, strict=strict, progress=bar.update, batch_size=batch_size)
+        else:
+            report = store.ingest_jsonl(source, strict=strict, batch_size=batch_size)
+        if path == "-":
+            report.source = "<stdin>"
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    for problem in report.problems:
+        click.echo(problem.format(), err=True)
+    click.echo(report.summary())
+    embed = report.timings.get("embed", 0.0)
+    rate = report.items / report.seconds if report.seconds else 0.0
+    click.echo(f"{report.seconds:.2f} s ({embed:.2f} s embedding), {rate:.0f} items/s")
+
+
+@memory.command()
+@_db_option
+@click.argument("query")
+@click.option("--k", "k", default=5, show_default=True, type=click.IntRange(1, 1000), help="How many results.")
+@click.option(
+    "--source", "sources", multiple=True, type=click.Choice(SOURCE_CHOICES),
+    help="Search only conversation snippets or document passages (repeatable; default both).",
+)
+@click.option("--floor", type=float, default=None, help="Drop results scoring below this cosine similarity (default 0).")
+@click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
+@_model_option
+def search(db, query, k, sources, floor, as_json, model_path):
+    """Find the snippets and passages closest in meaning to QUERY.
+
+    \b
+    Example:
+      cleo-rules memory search --db mem/ "which van insurance did we pick?" --k 3 --json
+    """
+    with _open(db, model_path=model_path) as store:
+        response = store.search(query, k=k, sources=sources or SOURCE_CHOICES, floor=floor)
+    if as_json:
+        click.echo(json.dumps(response.to_dict(), indent=2, ensure_ascii=False))
+        return
+    if not response.results:
+        click.echo("No results.")
+    for rank, r in enumerate(response.results, start=1):
+        click.echo(f"{rank:>2}. {r.score:.3f}  {r.source:<12} {r.title} ({r.date})  [{r.item}]")
+        text = r.text if len(r.text) <= 400 else r.text[:399].rstrip() + "…"
+        for line in text.splitlines():
+            click.echo(f"    {line}")
+    t = response.timings
+    click.echo(
+        f"{len(response.results)} result{'s' if len(response.results) != 1 else ''} in {t['total'] * 1000:.1f} ms "
+        f"(embed {t['embed'] * 1000:.1f}, search {t['search'] * 1000:.1f}, metadata {t['metadata'] * 1000:.1f})",
+        err=True,
+    )
+
+
+@memory.command()
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats(db, as_json):
+    """Show what a memory store holds and the state of its indexes.
+
+    \b
+    Example:
+      cleo-rules memory stats --db mem/
+    """
+    with _open(db) as store:
+        data = store.stats()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"store:         {data['path']}")
+    click.echo(f"conversations: {data['conversations']} ({data['messages']} messages, {data['snippets']} snippets)")
+    click.echo(f"documents:     {data['documents']} ({data['passages']} passages)")
+    click.echo(f"model:         {data['model'] or '-'} ({data['dim'] or '-'} dimensions)")
+    click.echo(f"database:      {data['db_bytes']:,} bytes")
+    for name, ix in data["indexes"].items():
+        click.echo(
+            f"index {name + ':':<9} {ix['elements']} elements, capacity {ix['capacity']}, "
+            f"{ix['deleted_slots']} deleted slots, {ix['bytes']:,} bytes, generation {ix['generation']}"
+        )
+
+
+@memory.command()
+@_db_option
+@click.option("--reembed", is_flag=True, help="Encode every snippet and passage again first (after changing --model).")
+@_model_option
+def rebuild(db, reembed, model_path):
+    """Rebuild the hnswlib indexes from the vectors kept in SQLite.
+
+    Opening a store already repairs a damaged index; use this to force a
+    fresh build, or with --reembed to switch the store to another model.
+
+    \b
+    Example:
+      cleo-rules memory rebuild --db mem/
+    """
+    with _open(db, model_path=model_path) as store:
+        counts = store.rebuild(reembed=reembed)
+    click.echo(
+        f"rebuilt: {counts['conversation']} snippets, {counts['document']} passages in {counts['seconds']:.2f} s"
+    )
+
+
+@memory.command()
+@_db_option
+@click.option("--conversation", "conversations", multiple=True, metavar="ID", help="A conversation to delete (repeatable).")
+@click.option("--document", "documents", multiple=True, metavar="ID", help="A document to delete (repeatable).")
+def delete(db, conversations, documents):
+    """Delete conversations or documents; they leave search results at once.
+
+    \b
+    Example:
+      cleo-rules memory delete --db mem/ --conversation conv-2023-03-boiler-care-club
+    """
+    if not conversations and not documents:
+        raise UsageError("name at least one --conversation or --document to delete")
+    missing = []
+    with _open(db) as store:
+        for cid in conversations:
+            if not store.delete_conversation(cid):
+                missing.append(f"conversation {cid}")
+        for did in documents:
+            if not store.delete_document(did):
+                missing.append(f"document {did}")
+    deleted = len(conversations) + len(documents) - len(missing)
+    click.echo(f"deleted {deleted} item{'s' if deleted != 1 else ''}")
+    if missing:
+        raise UsageError("not found: " + ", ".join(missing))

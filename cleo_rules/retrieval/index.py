@@ -1,0 +1,383 @@
+"""One hnswlib index on disk, with a sidecar that vouches for it.
+
+hnswlib trusts its input: a truncated or corrupted index file can crash the
+process on load or on the first query, with no exception to catch. So an
+index file is never loaded unless its sidecar (``<name>.json`` beside it)
+says what the file must be and the file matches, byte for byte:
+
+* the index is written to a temporary file, flushed to disk and renamed over
+  the old one, so readers see either the old file or the new one, whole;
+* the sidecar records the file's size and SHA-256, the element count, the
+  dimension, the space, the model that made the vectors, the database
+  generation it reflects and the labels that are marked deleted in the file
+  (hnswlib cannot say which those are); it is written the same way, after
+  the index;
+* :meth:`VectorIndex.load` checks all of that before calling hnswlib, hashing
+  the very file descriptor it then hands to hnswlib, so the file cannot be
+  swapped between the check and the load.
+
+Anything that does not match raises :class:`IndexInvalid`; the caller
+(:class:`~cleo_rules.retrieval.store.MemoryStore`) rebuilds from the vectors
+kept in SQLite. Labels are the SQLite row ids of the snippets or passages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+SIDECAR_FORMAT = 1
+HNSWLIB_VERSION = "0.8.0"
+MIN_CAPACITY = 1024
+
+
+class IndexInvalid(Exception):
+    """An index file cannot be trusted; ``reason`` says why in a few words."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def sidecar_path(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _sha256_fd(fd: int) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    os.lseek(fd, 0, os.SEEK_SET)
+    while True:
+        block = os.read(fd, 1 << 20)
+        if not block:
+            break
+        digest.update(block)
+        size += len(block)
+    return digest.hexdigest(), size
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    """SHA-256 hex digest and size of a file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _sha256_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def remove_stale_temp_files(directory: Path) -> list[Path]:
+    """Delete temporary index files left by processes that no longer run."""
+    removed = []
+    for tmp in directory.glob("*.tmp.*.*"):
+        parts = tmp.name.split(".tmp.", 1)[1].split(".")
+        try:
+            pid = int(parts[0])
+        except (ValueError, IndexError):
+            continue
+        alive = True
+        if pid != os.getpid():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                alive = False
+            except PermissionError:  # pragma: no cover - someone else's process
+                alive = True
+        if not alive:
+            try:
+                tmp.unlink()
+                removed.append(tmp)
+            except OSError:  # pragma: no cover
+                pass
+    return removed
+
+
+def _load_hnsw(source: str, space: str, dim: int, capacity: int) -> hnswlib.Index:
+    """Load a verified index file. The only place hnswlib reads a file."""
+    raw = hnswlib.Index(space=space, dim=dim)
+    raw.load_index(source, max_elements=capacity, allow_replace_deleted=True)
+    return raw
+
+
+class VectorIndex:
+    """An hnswlib cosine index whose labels are SQLite row ids.
+
+    It grows on its own (``add`` resizes when full), keeps track of which
+    labels are live, and is saved only through :meth:`save`.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        dim: int,
+        *,
+        space: str = "cosine",
+        M: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 64,
+        capacity: int = MIN_CAPACITY,
+        _index: hnswlib.Index | None = None,
+    ):
+        self.path = Path(path)
+        self.dim = int(dim)
+        self.space = space
+        self.M = M
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+        if _index is None:
+            _index = hnswlib.Index(space=space, dim=self.dim)
+            _index.init_index(
+                max_elements=max(int(capacity), MIN_CAPACITY),
+                M=M,
+                ef_construction=ef_construction,
+                random_seed=100,
+                allow_replace_deleted=True,
+            )
+            self._labels: set[int] = set()
+        else:
+            self._labels = {int(x) for x in _index.get_ids_list()}
+        self._index = _index
+        self._index.set_ef(ef_search)
+        self.dirty = False
+
+    # -- loading ------------------------------------------------------------
+
+    @staticmethod
+    def read_sidecar(path: Path) -> dict:
+        """The sidecar of the index at ``path``; :class:`IndexInvalid` when unusable."""
+        side = sidecar_path(path)
+        try:
+            raw = side.read_bytes()
+        except FileNotFoundError:
+            raise IndexInvalid("sidecar missing") from None
+        except OSError as exc:
+            raise IndexInvalid(f"sidecar unreadable ({exc})") from None
+        try:
+            meta = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise IndexInvalid("sidecar is not valid JSON") from None
+        if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
+            raise IndexInvalid("sidecar has an unknown format")
+        types = {
+            "elements": int, "slots": int, "capacity": int, "dim": int, "space": str,
+            "model": str, "generation": int, "sha256": str, "bytes": int, "M": int,
+            "ef_construction": int,
+        }
+        for key, kind in types.items():
+            value = meta.get(key)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise IndexInvalid(f"sidecar field {key!r} missing or of the wrong type")
+        deleted = meta.get("deleted")
+        if not isinstance(deleted, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in deleted):
+            raise IndexInvalid("sidecar field 'deleted' missing or of the wrong type")
+        if not (0 <= meta["elements"] <= meta["slots"] <= meta["capacity"]) or meta["dim"] < 1:
+            raise IndexInvalid("sidecar counts are inconsistent")
+        if meta["elements"] + len(deleted) > meta["slots"]:
+            raise IndexInvalid("sidecar counts are inconsistent")
+        return meta
+
+    @classmethod
+    def load(cls, path: Path, *, dim: int | None, model: str | None, space: str = "cosine", ef_search: int = 64):
+        """Load the index at ``path`` after checking it against its sidecar.
+
+        ``dim`` and ``model``, when given, must match what the sidecar says.
+        Returns ``(index, sidecar)``; raises :class:`IndexInvalid` without
+        touching hnswlib when anything is off.
+        """
+        path = Path(path)
+        meta = cls.read_sidecar(path)
+        if meta["space"] != space:
+            raise IndexInvalid(f"space is {meta['space']!r}, expected {space!r}")
+        if dim is not None and meta["dim"] != dim:
+            raise IndexInvalid(f"dimension is {meta['dim']}, expected {dim}")
+        if model is not None and meta["model"] != model:
+            raise IndexInvalid(f"built with model {meta['model']!r}, expected {model!r}")
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise IndexInvalid("index file missing") from None
+        except OSError as exc:
+            raise IndexInvalid(f"index file unreadable ({exc})") from None
+        try:
+            digest, size = _sha256_fd(fd)
+            if size != meta["bytes"]:
+                raise IndexInvalid(f"index file is {size} bytes, sidecar says {meta['bytes']}")
+            if digest != meta["sha256"]:
+                raise IndexInvalid("index file checksum does not match its sidecar")
+            # hand hnswlib the descriptor we hashed, not the name, which may
+            # point to another file by now
+            source = f"/proc/self/fd/{fd}" if os.path.exists(f"/proc/self/fd/{fd}") else str(path)
+            try:
+                raw = _load_hnsw(source, space, meta["dim"], meta["capacity"])
+            except Exception as exc:  # pragma: no cover - a verified file loads
+                raise IndexInvalid(f"hnswlib could not load the file ({exc})") from None
+        finally:
+            os.close(fd)
+        if raw.element_count != meta["slots"]:
+            raise IndexInvalid("element count does not match the sidecar")  # pragma: no cover
+        index = cls(
+            path, meta["dim"], space=space, M=meta["M"], ef_construction=meta["ef_construction"],
+            ef_search=ef_search, _index=raw,
+        )
+        # hnswlib lists deleted labels too; the sidecar says which ones they are
+        index._labels.difference_update(meta["deleted"])
+        if len(index._labels) != meta["elements"]:
+            raise IndexInvalid("live labels do not match the sidecar")
+        return index, meta
+
+    # -- contents -----------------------------------------------------------
+
+    @property
+    def labels(self) -> frozenset[int]:
+        """The live labels (deleted ones excluded)."""
+        return frozenset(self._labels)
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    @property
+    def capacity(self) -> int:
+        return self._index.get_max_elements()
+
+    @property
+    def slots(self) -> int:
+        """Elements stored, deleted ones included (they are reused by later adds)."""
+        return self._index.element_count
+
+    def add(self, vectors: np.ndarray, labels) -> None:
+        """Add vectors under new labels, growing the index when it is full."""
+        labels = np.asarray(list(labels), dtype=np.int64)
+        if len(labels) == 0:
+            return
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        needed = self._index.element_count + len(labels)
+        if needed > self._index.get_max_elements():
+            self._index.resize_index(max(needed, 2 * self._index.get_max_elements(), MIN_CAPACITY))
+        self._index.add_items(vectors, labels.astype(np.uint64), replace_deleted=True)
+        self._labels.update(int(x) for x in labels)
+        self.dirty = True
+
+    def delete(self, labels) -> int:
+        """Mark labels deleted; unknown or already deleted labels are ignored."""
+        count = 0
+        for label in labels:
+            label = int(label)
+            try:
+                self._index.mark_deleted(label)
+            except RuntimeError:  # not in the index, or deleted already
+                pass
+            else:
+                count += 1
+            if label in self._labels:
+                self._labels.discard(label)
+                self.dirty = True
+        return count
+
+    def query(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest live labels of each row of ``vectors``.
+
+        Returns ``(labels, scores)``, both of shape ``(n, min(k, len(self)))``,
+        scores being cosine similarities, best first.
+        """
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        k = min(int(k), len(self._labels))
+        if k <= 0 or len(vectors) == 0:
+            return np.zeros((len(vectors), 0), dtype=np.int64), np.zeros((len(vectors), 0), dtype=np.float32)
+        self._index.set_ef(max(self.ef_search, k))
+        try:
+            labels, distances = self._index.knn_query(vectors, k=k)
+        except RuntimeError:
+            # too few reachable elements (many deletions, small ef): exact search
+            return self._exact(vectors, k)
+        return labels.astype(np.int64), (1.0 - distances).astype(np.float32)
+
+    def _exact(self, vectors: np.ndarray, k: int):
+        live = np.fromiter(self._labels, dtype=np.int64, count=len(self._labels))
+        stored = np.asarray(self._index.get_items(live.astype(np.uint64)), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        scores = (vectors / np.where(norms == 0, 1, norms)) @ stored.T
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return live[order], np.take_along_axis(scores, order, axis=1).astype(np.float32)
+
+    # -- saving -------------------------------------------------------------
+
+    def save(self, *, model: str, generation: int, extra: dict | None = None) -> dict:
+        """Write the index and then its sidecar, each atomically; return the sidecar.
+
+        ``extra`` adds fields to the sidecar (the store records which store
+        and source the index belongs to).
+        """
+        directory = self.path.parent
+        tmp = self.path.with_name(f"{self.path.name}.tmp.{os.getpid()}.{secrets.token_hex(4)}")
+        try:
+            self._index.save_index(str(tmp))
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            digest, size = sha256_file(tmp)
+            os.replace(tmp, self.path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        meta = {
+            "format": SIDECAR_FORMAT,
+            "elements": len(self._labels),
+            "slots": self._index.element_count,
+            "capacity": self._index.get_max_elements(),
+            "dim": self.dim,
+            "space": self.space,
+            "model": model,
+            "generation": int(generation),
+            "sha256": digest,
+            "bytes": size,
+            "M": self.M,
+            "ef_construction": self.ef_construction,
+            "deleted": sorted(int(x) for x in set(self._index.get_ids_list()) - self._labels),
+            "hnswlib": HNSWLIB_VERSION,
+            "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **(extra or {}),
+        }
+        _write_atomic(sidecar_path(self.path), json.dumps(meta, indent=1).encode())
+        _fsync_dir(directory)
+        self.dirty = False
+        return meta
+
+    @staticmethod
+    def remove_files(path: Path) -> None:
+        """Delete an index file and its sidecar (sidecar first)."""
+        for p in (sidecar_path(Path(path)), Path(path)):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
