@@ -54,11 +54,13 @@ class Decision:
 # The matcher: compiled once per pack, immutable, safe to share across threads.
 # --------------------------------------------------------------------------
 
+import bisect  # noqa: E402
 import logging  # noqa: E402
 from dataclasses import field  # noqa: E402
 
 import regex  # noqa: E402
 
+from .prefilter import LiteralIndex  # noqa: E402
 from .text import WORD, normalize, original_span  # noqa: E402
 
 log = logging.getLogger("cleo_rules")
@@ -104,7 +106,7 @@ def _prefilter(rule):
     """The rule's required literals, if they hold for all of its own examples."""
     from .pack.regexlint import required_literals
 
-    literals = required_literals(rule.pattern)
+    literals = required_literals(rule.pattern, min_length=2)
     if literals is None:
         return None
     for example in rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())):
@@ -156,11 +158,15 @@ class Matcher:
         self._phrase_len = longest
         self._phrases = phrases
         self._token_res = tuple(token_res)
+        # all token patterns in one alternation: the first that matches the whole token wins
+        self._token_re = regex.compile("|".join(f"(?P<t{j}>{rx.pattern})" for j, (_, rx) in enumerate(token_res))) \
+            if len(token_res) > 1 else None
         # the set reported for a vocabulary follow-up: most telling role first
         self._rank = tuple(ROLE_PRIORITY.index(s.role) if s.role in ROLE_PRIORITY else None
                            for s in self.vocab_sets)
-        self._corrections = tuple((r, _prefilter(r)) for r in self.corrections)
-        self._follow_up_rules = tuple((r, _prefilter(r)) for r in self.follow_ups)
+        # one lookup finds the rules whose literals are in a text, whatever the pack's size
+        self._patterns = self.corrections + self.follow_ups
+        self._index = LiteralIndex([_prefilter(r) for r in self._patterns])
 
     # -- pieces --------------------------------------------------------
 
@@ -182,6 +188,13 @@ class Matcher:
             raise _Timeout(rule_id) from None
 
     def _vocab_index(self, token: str) -> int | None:
+        if self._token_re is not None:
+            try:
+                m = self._token_re.fullmatch(token, timeout=self._timeout)
+            except TimeoutError:
+                m = False  # find which pattern runs out of time, one by one
+            if m is not False:
+                return None if m is None else self._token_res[int(m.lastgroup[1:])][0]
         for index, rx in self._token_res:
             if self._limited(self.vocab_sets[index].id, rx.fullmatch, token):
                 return index
@@ -225,16 +238,16 @@ class Matcher:
             i += length
         return head, covered
 
-    def _first(self, rules, text, accept=None):
+    def _first(self, candidates, text, accept=None):
         """The first rule, in file order, that matches: ``(rule, match)`` or None.
 
-        A rule none of whose prefilter literals is in ``text`` cannot match
-        and is not searched. ``accept(rule, match)`` may refuse a match; the
-        search then goes on with the next rule.
+        ``candidates`` are indices into corrections + follow-ups, ascending:
+        the rules whose prefilter literals are in ``text`` (any other cannot
+        match). ``accept(rule, match)`` may refuse a match; the search then
+        goes on with the next rule.
         """
-        for rule, literals in rules:
-            if literals is not None and not any(lit in text for lit in literals):
-                continue
+        for index in candidates:
+            rule = self._patterns[index]
             m = self._limited(rule.id, rule.compiled.search, text)
             if m is not None and (accept is None or accept(rule, m)):
                 return rule, m
@@ -262,8 +275,10 @@ class Matcher:
         if len(message.strip()) < s.min_chars:
             return "skip", None, None, None, None
         text = normalize(message[: s.max_scan_chars])
+        candidates = self._index.candidates(text)
+        split = bisect.bisect_left(candidates, len(self.corrections))
         try:
-            hit = self._first(self._corrections, text)
+            hit = self._first(candidates[:split], text)
             if hit is not None:
                 rule, m = hit
                 return "correction", rule.id, m.span(), text, None
@@ -276,7 +291,7 @@ class Matcher:
             def topic_free(rule, m):
                 return self._content_ok(rule, self._content_outside(spans, covered, *m.span()))
 
-            hit = self._first(self._follow_up_rules, text, topic_free)
+            hit = self._first(candidates[split:], text, topic_free)
             if hit is not None:
                 rule, m = hit
                 return "follow_up", rule.id, m.span(), text, None

@@ -306,7 +306,7 @@ def _required(items):
     return max(candidates, key=lambda s: (min(map(len, s)), -len(s)))
 
 
-def required_literals(pattern: str) -> tuple[str, ...] | None:
+def required_literals(pattern: str, *, min_length: int = 3) -> tuple[str, ...] | None:
     """Strings one of which every match of ``pattern`` contains, or None.
 
     Used to skip a pattern's search when none of its literals is in the text.
@@ -321,7 +321,8 @@ def required_literals(pattern: str) -> tuple[str, ...] | None:
         return None
     found = _required(list(parsed))
     # a literal under three characters ("it", "is") is in nearly every
-    # message: such a prefilter costs more than it saves
-    if not found or any(len(s.strip()) < 3 for s in found):
+    # message: checked one rule at a time, such a prefilter costs more than
+    # it saves (an index of literals can take shorter ones: ``min_length``)
+    if not found or any(len(s.strip()) < min_length for s in found):
         return None
     return tuple(sorted(found))
