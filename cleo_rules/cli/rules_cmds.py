@@ -27,34 +27,75 @@ def _load(pack_dir):
 @click.command()
 @click.argument("pack_dir", required=False, type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON document.")
-def check(pack_dir, as_json):
-    """Validate, lint and compile a rule pack; exit non-zero on any error.
+@click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
+              help="Corpus to run (default: corpus/ beside the pack, when there is one).")
+@click.option("--no-corpus", is_flag=True, help="Only validate and compile; do not run the corpus.")
+def check(pack_dir, as_json, corpus_dir, no_corpus):
+    """Validate, lint and compile a rule pack, then run its corpus; exit non-zero on any error.
+
+    The corpus is corpus/ beside the pack directory (see `cleo-rules corpus
+    check` for the per-rule table); a pack without one is only compiled.
 
     \b
     Examples:
       cleo-rules check
       cleo-rules check rules/
     """
+    from ..corpus.run import example_problems
     from ..errors import PackError
+    from ..pack.compile import load_pack
 
     try:
-        pack = _load(pack_dir)
+        pack = load_pack(pack_dir, check_examples=False)
     except PackError as exc:
         if as_json:
             click.echo(json.dumps({"ok": False, "problems": [p.to_dict() for p in exc.problems]}, indent=2))
         else:
             click.echo(exc.report(), err=True)
         sys.exit(1)
+    # examples are checked after compiling, so the corpus still runs and one check shows everything a change broke
+    examples = example_problems(pack)
+    failed = PackError(examples, pack=str(pack_dir or pack.path)) if examples else None
     summary = {
-        "ok": True, "pack": pack.name, "version": pack.version, "hash": pack.content_hash,
+        "ok": failed is None, "pack": pack.name, "version": pack.version, "hash": pack.content_hash,
         "corrections": len(pack.corrections), "follow_ups": len(pack.follow_ups),
         "vocabulary_sets": len(pack.vocab_sets),
     }
+    if failed is not None:
+        summary["problems"] = [p.to_dict() for p in failed.problems]
+        if not as_json:
+            click.echo(failed.report(), err=True)
+    report, skipped = None, None
+    if not no_corpus:
+        from pathlib import Path
+
+        from ..corpus import check_corpus, default_corpus_dir
+
+        where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
+        if where.is_dir() or corpus_dir is not None:
+            report = check_corpus(pack, where)
+        else:
+            skipped = f"no corpus at {where}; `cleo-rules corpus build` creates one"
+    if report is not None:
+        summary["ok"] = summary["ok"] and report.ok
+        summary["corpus"] = report.to_dict()
+    elif skipped or no_corpus:
+        summary["corpus"] = {"skipped": skipped or "--no-corpus"}
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
-        return
-    click.echo(f"ok: {pack.name} {pack.version} ({pack.content_hash}): {len(pack.corrections)} corrections, "
-               f"{len(pack.follow_ups)} follow-up patterns, {len(pack.vocab_sets)} vocabulary sets")
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        if failed is None:
+            click.echo(f"ok: {pack.name} {pack.version} ({pack.content_hash}): {len(pack.corrections)} corrections, "
+                       f"{len(pack.follow_ups)} follow-up patterns, {len(pack.vocab_sets)} vocabulary sets")
+        if report is not None and report.ok:
+            click.echo(f"corpus {report.summary_line()}")
+        elif report is not None:
+            click.echo(report.format(table=False), err=True)
+            click.echo(f"corpus {report.summary_line()}")
+        elif skipped:
+            click.echo(f"corpus: {skipped}")
+    if not summary["ok"]:
+        sys.exit(1)
 
 
 def _human(decision) -> str:
