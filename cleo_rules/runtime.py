@@ -7,7 +7,8 @@ swaps in a new one only after it passes :func:`accept`, the single gate:
    catastrophic patterns), compile, and every example, counterexample and
    request form of every rule (:func:`~cleo_rules.pack.compile.load_pack`);
 2. the version range the runtime requires, if any;
-3. the pack's own corpus, when :mod:`cleo_rules.corpus` provides a runner.
+3. the pack's own checked-in corpus (``corpus/`` beside the pack
+   directory, when it has one), run by :mod:`cleo_rules.corpus`.
 
 A pack that fails any step is rejected: the reasons are logged on the
 ``cleo_rules`` logger, kept in :attr:`PackManager.last_error`, and the
@@ -17,7 +18,8 @@ call reads that reference once, so a request is answered wholly by one pack
 and its decision names that pack's version and content hash.
 
 Reload by calling :meth:`PackManager.reload`, or let the manager poll the
-pack directory (:meth:`PackManager.watch`; no extra dependency)::
+pack directory and its corpus (:meth:`PackManager.watch`; no extra
+dependency)::
 
     with PackManager("rules/", require=">=1.0,<2", watch=True, interval=1.0) as packs:
         decision = packs.classify("Yes, go with the second one.", history)
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import logging
 import os
 import threading
@@ -34,6 +37,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from .errors import CleoError, PackError, Problem
 from .pack.compile import Pack, load_pack
@@ -41,7 +45,7 @@ from .pack.sources import VersionRange, resolve_pack
 
 log = logging.getLogger("cleo_rules")
 
-__all__ = ["PackManager", "accept", "corpus_problems", "fingerprint"]
+__all__ = ["PackManager", "accept", "corpus_dir_of", "corpus_problems", "fingerprint"]
 
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -53,24 +57,73 @@ MAX_WATCHED_FILES = 1000
 # --------------------------------------------------------------------------
 
 
-def _corpus_runner():
-    """The corpus runner :mod:`cleo_rules.corpus` provides, or None while it has none.
+MAX_CASES_REPORTED = 20  # failing corpus cases listed in a rejection; the rest are counted
 
-    The runner takes a compiled pack and returns a list of
-    :class:`~cleo_rules.errors.Problem` (empty when the pack's checked-in
-    corpus passes).
-    """
+
+def _corpus_module():
     try:
-        module = importlib.import_module("cleo_rules.corpus")
+        return importlib.import_module("cleo_rules.corpus")
     except ModuleNotFoundError as exc:
-        if exc.name in ("cleo_rules.corpus",):
+        if exc.name == "cleo_rules.corpus":
             return None
         raise
-    return getattr(module, "pack_problems", None)
+
+
+def _corpus_runner():
+    """``runner(pack) -> [Problem]`` for the pack's checked-in corpus, or None without a corpus module.
+
+    The corpus is ``corpus/`` beside the pack directory
+    (:func:`cleo_rules.corpus.default_corpus_dir`). A pack without one has
+    nothing to pass: its examples, counterexamples and request forms are
+    still checked by the loader.
+    """
+    module = _corpus_module()
+    check = getattr(module, "check_corpus", None) if module is not None else None
+    if check is None:
+        return None
+
+    def runner(pack) -> list[Problem]:
+        corpus_dir = module.default_corpus_dir(pack)
+        if not corpus_dir.is_dir():
+            return []
+        return _report_problems(check(pack, corpus_dir))
+
+    return runner
+
+
+def _report_problems(report) -> list[Problem]:
+    """What a corpus report says is wrong, one placed problem per finding."""
+    if report.ok:
+        return []
+    out = []
+    failed = report.failed
+    for o in failed[:MAX_CASES_REPORTED]:
+        file, _, line = o.case.source.rpartition(":")
+        out.append(Problem("E230", f"corpus case {o.case.id} {json.dumps(o.case.message, ensure_ascii=False)}: "
+                                   f"{o.expected()}, {o.got()}",
+                           file or o.case.source, line=int(line) if line.isdigit() else 0, col=1 if line else 0,
+                           rule=o.case.rule or o.culprit, rank=9,
+                           help="fix the rule, or the case if the rule is right; `cleo-rules corpus check` lists all"))
+    if len(failed) > MAX_CASES_REPORTED:
+        out.append(Problem("E230", f"... and {len(failed) - MAX_CASES_REPORTED} more failing corpus cases",
+                           str(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
+    for stale in report.stale:
+        out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
+                           help="run `cleo-rules corpus build` and review the diff"))
+    out += list(report.problems)
+    return out
+
+
+def corpus_dir_of(pack_dir) -> Path | None:
+    """The corpus directory that belongs to the pack in ``pack_dir``, if a corpus module exists."""
+    module = _corpus_module()
+    if module is None or not hasattr(module, "default_corpus_dir"):
+        return None
+    return Path(module.default_corpus_dir(SimpleNamespace(path=Path(pack_dir))))
 
 
 def corpus_problems(pack: Pack) -> list[Problem]:
-    """Failures of ``pack``'s own checked-in corpus; empty when it passes or there is no runner."""
+    """Failures of ``pack``'s own checked-in corpus; empty when it passes or there is none."""
     runner = _corpus_runner()
     if runner is None:
         return []
@@ -81,7 +134,9 @@ def accept(pack_dir, *, require=None) -> Pack:
     """Load ``pack_dir`` and return the compiled pack only if it may serve.
 
     Validates, lints and compiles (examples included), checks ``require``
-    (a version range such as ``">=1.0,<2"``), then runs the pack's corpus.
+    (a version range such as ``">=1.0,<2"``), then runs the pack's corpus
+    (``corpus/`` beside the pack directory, when there is one): any failing
+    case, stale generated file or corpus problem rejects the pack.
     Raises :class:`~cleo_rules.errors.PackError` (or a subclass) listing the
     reasons, or :class:`~cleo_rules.errors.PackNotFound`.
     """
@@ -253,6 +308,14 @@ class PackManager:
 
     # -- loading -----------------------------------------------------------
 
+    def _fingerprint(self, pack_dir: Path) -> str:
+        """The pack's files and, when it has one, its corpus's: a change to either is judged again."""
+        fp = fingerprint(pack_dir, _cache=self._hashes)
+        corpus = corpus_dir_of(pack_dir) if fp != "missing" else None
+        if corpus is not None and corpus.is_dir():
+            fp = hashlib.sha256(f"{fp}\n{fingerprint(corpus, _cache=self._hashes)}".encode()).hexdigest()
+        return fp
+
     def _load(self, pack_dir: Path, attempts: int = 3) -> tuple[Pack, str]:
         """Accept ``pack_dir`` as one consistent snapshot: ``(pack, fingerprint)``.
 
@@ -262,7 +325,7 @@ class PackManager:
         """
         before = "missing"
         for _ in range(attempts):
-            before = fingerprint(pack_dir, _cache=self._hashes)
+            before = self._fingerprint(pack_dir)
             key = (str(pack_dir), before)
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -270,10 +333,10 @@ class PackManager:
             try:
                 pack = self._gate(pack_dir, require=self._require)
             except Exception as exc:  # noqa: BLE001 - judged below; nothing may stop the old pack serving
-                if fingerprint(pack_dir, _cache=self._hashes) != before:
+                if self._fingerprint(pack_dir) != before:
                     continue  # a half-written change, not a verdict on the pack
                 raise _Refusal(exc, before) from exc
-            if fingerprint(pack_dir, _cache=self._hashes) != before:
+            if self._fingerprint(pack_dir) != before:
                 continue
             if self._cache_size:
                 self._cache[key] = pack
@@ -344,9 +407,13 @@ class PackManager:
         """
         with self._lock:
             serving = self._serving
-            fp = fingerprint(serving.pack_dir, _cache=self._hashes)
+            fp = self._fingerprint(serving.pack_dir)
             if fp == serving.fingerprint or self._refused == (serving.pack_dir, fp):
                 self._pending = None
+                if fp == serving.fingerprint and self._refused is not None:
+                    self._refused = self.last_error = None  # the files are back to what serves
+                    log.info("rule pack %s is back to the version serving; the last rejection no longer applies",
+                             serving.pack_dir)
                 return False
             if fp != self._pending:
                 self._pending = fp  # seen once; load when the next poll sees the same
