@@ -228,6 +228,21 @@ def test_timed_out_token_pattern_is_searched_as_typed():
     assert ex.attempts[-1].rule == "vocab.slow" and ex.attempts[-1].note == "timed out"
 
 
+def test_timed_out_token_pattern_among_several_is_named():
+    """With several token patterns they run as one alternation; when that runs
+    out of time they are tried one by one to name the slow one."""
+    base = load_pack(MINI)
+    digits = VocabSet(id="vocab.digits", role="choice", description="", words=(), token_patterns=(r"\d+",),
+                      examples=(), counterexamples=(), file="test", line=1)
+    slow = VocabSet(id="vocab.slow", role="choice", description="", words=(), token_patterns=("(?:a|aa)+z",),
+                    examples=(), counterexamples=(), file="test", line=1)
+    pack = _with_rules(base, vocab_sets=[digits, slow])
+    assert pack.classify("Yes, that one 42 please", HISTORY_ONE).rule == "vocab.choice"
+    assert pack.kind_of("Yes, 42 of them") == "follow_up"
+    d = pack.classify("Yes, that one " + "a" * 48, HISTORY_ONE)
+    assert (d.kind, d.note) == ("substantive", "timeout in vocab.slow")
+
+
 # -- messages of any size ----------------------------------------------------------------
 
 TEN_MB = 10 * 1024 * 1024
