@@ -174,6 +174,9 @@ def share(cell) -> float:
     return cell[0] / cell[1] if cell[1] else float("nan")
 
 
+SUBROW_LABELS = {"classified alike": "pack agreed", "classified otherwise": "pack differed"}
+
+
 def format_table(table: dict, k: int, skipped: int) -> str:
     head = f"{'expected kind':<14}{'turns':>6}  " + "  ".join(f"{m:>17}" for m in MODES)
     lines = [f"Irrelevant share of the top-{k} (returned items not in the turn's relevant set, pooled)", head,
@@ -186,9 +189,9 @@ def format_table(table: dict, k: int, skipped: int) -> str:
                 continue
             cells = table[name]
             parts = [f"{pct(*cells[m])} ({cells[m][0]:>3}/{cells[m][1]:<3})".rjust(17) for m in MODES]
-            label = row if name == row else "  " + name.split(": ")[1].replace("classified alike", "pack agreed").replace("classified otherwise", "pack differed")
+            label = row if name == row else "  " + SUBROW_LABELS[name.split(": ")[1]]
             lines.append(f"{label:<14}{cells['turns']:>6}  " + "  ".join(parts))
-    lines.append(f"(skip turns, not searched in any mode: {skipped}; 'pack alike/otherwise': "
+    lines.append(f"(skip turns, not searched in any mode: {skipped}; 'pack agreed/differed': "
                  "the turns the classifier put in the labelled kind, and the rest)")
     for mode in MODES:
         lines.append(f"  {mode:<9} {MODE_HELP[mode]}")
