@@ -71,7 +71,9 @@ class Outcome:
 
     def to_dict(self, label: str | None = None) -> dict:
         c = self.case
+        file, _, line = c.source.rpartition(":")
         d = {"id": c.id, "message": c.message, "source": c.source,
+             "file": file or c.source, "line": int(line) if line.isdigit() else None,
              "expected": {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules)},
              "got": {"kind": self.kind, "rule": self.rule, "matched": self.matched, "query": self.query,
                      "anchor": self.anchor},
@@ -161,7 +163,8 @@ class Report:
         t = self.totals()
         rules = len(self.rules)
         covered = rules - len(self.uncovered)
-        parts = [f"{n:,} cases, " + ("all passed" if not failed else f"{n - failed:,} passed, {failed:,} failed"),
+        passed = "none to run" if not n else "all passed" if not failed else f"{n - failed:,} passed, {failed:,} failed"
+        parts = [f"{n:,} cases, {passed}",
                  f"TP {t['tp']:,} TN {t['tn']:,} FP {t['fp']:,} FN {t['fn']:,}",
                  f"{rules} rules, " + ("all covered both ways" if covered == rules else
                                        f"{covered} covered both ways, {rules - covered} not"),
@@ -422,12 +425,12 @@ def coverage(pack, stats: list[RuleStats]) -> list[Problem]:
     for s in stats:
         missing = [what for what, n in (("positive", s.positives), ("negative", s.negatives)) if n == 0]
         if missing:
-            out.append(problem("E220", f"no {' and no '.join(missing)} case in the corpus", s.file, s.line,
+            out.append(problem("E220", f"no {' and no '.join(missing)} case in the corpus", s.file, s.line, 1,
                                rule=s.rule, rank=20,
                                help="add `generate:` templates (positive, negative) to the rule and run "
                                     "`cleo-rules corpus build`, or hand-written cases with `rule:`/`not:`"))
         elif s.tp == 0:
-            out.append(problem("E221", f"fires on none of its {s.positives} positive cases", s.file, s.line,
+            out.append(problem("E221", f"fires on none of its {s.positives} positive cases", s.file, s.line, 1,
                                rule=s.rule, rank=20,
                                help="the rule is dead: an earlier rule takes its messages, or its pattern or "
                                     "words no longer match; run `cleo-rules explain` on one of them"))
@@ -538,6 +541,10 @@ def check_corpus(pack, corpus_dir=None, *, examples: bool = False) -> Report:
     report = Report(pack, corpus_dir, exists=corpus_dir.is_dir())
     if examples:
         report.problems += example_problems(pack)
+    if not report.exists:
+        report.problems.append(problem("E203", f"no corpus at {cfiles.display(corpus_dir)}", cfiles.display(corpus_dir),
+                                       rank=1, help="run `cleo-rules corpus build` to generate one from the rules' "
+                                                    "templates, or pass --corpus DIR"))
     cases, report.hand_written, gen_files, problems = load_cases(corpus_dir)
     report.generated = len(cases) - report.hand_written
     report.problems += problems
