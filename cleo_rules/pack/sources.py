@@ -428,12 +428,3 @@ def resolve_pack(spec=None) -> Path:
     listed = ", ".join(f"{p.name} {p.version}".strip() for p in packs if not p.error) or "none"
     raise PackNotFound(f"no rule pack named {spec!r} and no directory {spec!r}; installed packs: {listed} "
                        f"(see `cleo-rules packs`)")
-
-
-def load_by_name(spec, *, require=None, check_examples: bool = True):
-    """Compile the pack ``spec`` names (see :func:`resolve_pack`), checking ``require``."""
-    from .compile import compile_pack
-
-    pack = compile_pack(resolve_pack(spec), check_examples=check_examples)
-    check_version(pack, require)
-    return pack
