@@ -28,11 +28,15 @@ def run(capsys, *args, stdin=None, monkeypatch=None):
 
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory, embedder):
+    """The sample memory ingested through the CLI (shared with test_store.py, which reuses it)."""
     embedder.dim  # the CLI's own Embedder shares these loaded weights
-    path = tmp_path_factory.mktemp("cli") / "mem"
-    with pytest.raises(SystemExit) as info:
-        main(["memory", "ingest", "--db", str(path), "--sample"])
-    assert info.value.code == 0
+    path = tmp_path_factory.getbasetemp() / "shared-sample-store"
+    if not (path / "complete").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        with pytest.raises(SystemExit) as info:
+            main(["memory", "ingest", "--db", str(path), "--sample"])
+        assert info.value.code == 0
+        (path / "complete").write_text("")
     return path
 
 

@@ -21,11 +21,18 @@ BY_ID = {r["id"]: r for r in RECORDS}
 
 @pytest.fixture(scope="module")
 def sample_dir(tmp_path_factory, embedder):
-    """A closed store holding the whole bundled sample memory."""
-    path = tmp_path_factory.mktemp("sample") / "store"
-    with MemoryStore.open(path, embedder=embedder) as store:
-        report = store.ingest_jsonl(SAMPLE)
-    assert report.added == len(RECORDS) and not report.problems, report.summary()
+    """A closed store holding the whole bundled sample memory.
+
+    Built once per test run and shared with test_memory_cli.py (which builds
+    it through the CLI when it runs first); tests only read it or copy it.
+    """
+    path = tmp_path_factory.getbasetemp() / "shared-sample-store"
+    if not (path / "complete").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        with MemoryStore.open(path, embedder=embedder) as store:
+            report = store.ingest_jsonl(SAMPLE)
+        assert report.added == len(RECORDS) and not report.problems, report.summary()
+        (path / "complete").write_text("")
     return path
 
 
@@ -95,7 +102,8 @@ def test_results_carry_title_date_text_and_cosine_score(store, embedder):
     scores = [r.score for r in response]
     assert scores == sorted(scores, reverse=True)
     q = embedder.encode(["price of a boiler service"])[0]
-    for r in response:
+    texts = embedder.encode([r.text for r in response])
+    for r, vector in zip(response, texts):
         assert isinstance(r, Result)
         record = BY_ID[r.id]
         assert (r.title, r.date) == (record["title"], record["date"])
@@ -105,7 +113,7 @@ def test_results_carry_title_date_text_and_cosine_score(store, embedder):
         else:
             assert r.text.splitlines()[0].split(": ", 1)[1] in {m["text"] for m in record["messages"]}
         # the score is the cosine similarity of the stored text
-        assert abs(r.score - float(embedder.encode([r.text])[0] @ q)) < 1e-3
+        assert abs(r.score - float(vector @ q)) < 1e-3
     d = response.results[0].to_dict()
     assert set(d) == {"source", "id", "item", "title", "date", "text", "score"}
     assert set(response.timings) >= {"embed", "search", "metadata", "total"}
@@ -266,7 +274,7 @@ def test_rebuild_gives_the_same_answers(copy):
     assert [copy.search(q, k=6) for q in queries] == before
 
 
-def test_a_store_built_with_another_model_refuses_to_mix(copy, embedder):
+def test_a_store_built_with_another_model_refuses_to_mix(tmp_path, embedder):
     class Renamed:
         model_name = "another-model"
         loaded = True
@@ -274,8 +282,11 @@ def test_a_store_built_with_another_model_refuses_to_mix(copy, embedder):
         def encode(self, texts):
             return embedder.encode(texts)
 
-    path = copy.path
-    copy.close()
+    path = tmp_path / "small"
+    with MemoryStore.open(path, embedder=embedder) as small:
+        small.ingest_jsonl([json.dumps(r) for r in RECORDS if r["id"] in {
+            "conv-2024-02-van-insurance-quotes", "doc-van-insurance-comparison-2024",
+            "conv-2023-07-hiring-apprentice", "doc-price-list-2025"}])
     with MemoryStore.open(path, embedder=Renamed()) as other:
         with pytest.raises(StoreError, match="rebuild --reembed"):
             other.search("van insurance")
@@ -293,14 +304,14 @@ def test_a_store_built_with_another_model_refuses_to_mix(copy, embedder):
 def test_index_grows_past_capacity_without_the_caller_noticing(tmp_path, embedder, monkeypatch):
     monkeypatch.setattr(index_mod, "MIN_CAPACITY", 4)
     with MemoryStore.open(tmp_path / "grow", embedder=embedder) as s:
-        for i in range(6):
+        for i in range(3):
             s.add_document(f"d{i}", f"Note {i}", "2024-01-01", f"Note number {i} is about a job in street {i}.")
         lines = [json.dumps({"type": "document", "id": f"n{i}", "title": f"Job {i}", "date": "2024-02-02",
-                             "text": f"Job sheet {i}: replaced valve number {i} on Larch Close."}) for i in range(60)]
+                             "text": f"Job sheet {i}: replaced valve number {i} on Larch Close."}) for i in range(40)]
         s.ingest_jsonl(lines, batch_size=7)
         capacity = s.stats()["indexes"]["passages"]["capacity"]
-        assert capacity >= 66 and s.stats()["passages"] == 66
-        assert s.search("Job sheet 42: replaced valve number 42", k=1).results[0].id == "n42"
+        assert capacity >= 43 and s.stats()["passages"] == 43
+        assert s.search("Job sheet 22: replaced valve number 22 on Larch Close.", k=1).results[0].id == "n22"
 
 
 def test_empty_store_answers_nothing(tmp_path, embedder):

@@ -139,7 +139,7 @@ _GENERATIONS_SQL = "SELECT key, value FROM meta WHERE key IN ('generation:conver
 
 # writes that keep the index small are saved right away; bigger ones at most
 # this often during a run of writes, and always on close()
-_SMALL_INDEX = 20_000
+_SMALL_INDEX = 5_000
 _AUTOSAVE_SECONDS = 30.0
 
 
@@ -637,7 +637,7 @@ class MemoryStore:
         self._indexes[name] = index
         self._generations[name] = generation
         if index is not None and index.dirty:
-            self._save_index(name)
+            self._try_save(name)
 
     def _refresh(self) -> None:
         """Catch up with writes made by other processes since the last look (one statement)."""
@@ -654,12 +654,28 @@ class MemoryStore:
                 self._generations[name] = generation
 
     def save(self) -> None:
-        """Write every index that changed since it was last saved (atomically)."""
+        """Write every index that changed since it was last saved (atomically).
+
+        A failed write (disk full, read-only directory) is not an error: the
+        vectors are safe in SQLite and the index is rebuilt from them at the
+        next open. It is reported as a :class:`StoreWarning`.
+        """
         self._check_open()
         for name, index in self._indexes.items():
             if index is not None and index.dirty:
-                self._save_index(name)
+                self._try_save(name)
         self._last_save = time.monotonic()
+
+    def _try_save(self, name: str) -> None:
+        try:
+            self._save_index(name)
+        except OSError as exc:
+            warnings.warn(
+                f"could not save the {_SOURCES[name].label} index in {self.path} ({exc}); "
+                "it will be rebuilt from SQLite when the store is next opened",
+                StoreWarning,
+                stacklevel=3,
+            )
 
     def _after_write(self) -> None:
         if self._batch_depth:
@@ -694,7 +710,10 @@ class MemoryStore:
             index = self._build_index(name)
             self._indexes[name] = index
             counts[name] = len(index) if index is not None else 0
-            self._save_index(name)
+            try:
+                self._save_index(name)
+            except OSError as exc:
+                raise StoreError(f"could not save the rebuilt index in {self.path}: {exc}") from None
         counts["seconds"] = time.perf_counter() - start
         return counts
 
