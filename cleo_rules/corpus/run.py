@@ -194,7 +194,10 @@ class Report:
                              f"{mark}")
             for g in self.groups:
                 if g.cases:
-                    lines.append(f"{g.name:<{width}}{g.cases:>5} cases, {len(g.failures)} failed")
+                    what = "case" if g.cases == 1 else "cases"
+                    if g.name == HAND:
+                        what += " naming no rule"
+                    lines.append(f"{g.name:<{width}}{g.cases:>5} {what}, {len(g.failures)} failed")
         blocks = [(f"{r.rule} ({r.file}:{r.line}): TP {r.tp} FN {r.fn} TN {r.tn} FP {r.fp}", r.failures)
                   for r in self.rules if r.failures]
         blocks += [(f"{g.name}: {len(g.failures)} of {g.cases} cases failed", g.failures)
