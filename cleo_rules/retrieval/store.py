@@ -7,6 +7,7 @@ One directory holds the whole store::
                               passage keeps its embedding as a float32 BLOB
     DIR/snippets.hnsw(.json)  hnswlib index of conversation snippets + sidecar
     DIR/passages.hnsw(.json)  hnswlib index of document passages + sidecar
+    DIR/index.lock            taken while an index and its sidecar are written
 
 SQLite is the only source of truth. The indexes are caches: the label of each
 indexed vector is the SQLite row id of its snippet or passage (``label``,
@@ -51,6 +52,7 @@ from .index import IndexInvalid, VectorIndex, remove_stale_temp_files
 
 SCHEMA_VERSION = 1
 DB_FILE = "memory.db"
+LOCK_FILE = "index.lock"
 SOURCES = ("conversation", "document")
 
 
@@ -594,7 +596,9 @@ class MemoryStore:
     def _save_index(self, name: str) -> None:
         index = self._indexes[name]
         if index is not None:
-            index.save(model=self.model_name, generation=self._generations[name], extra=self._sidecar_extra(name))
+            # one writer at a time, so an index file and its sidecar always come from the same save
+            with _locked(self.path / LOCK_FILE):
+                index.save(model=self.model_name, generation=self._generations[name], extra=self._sidecar_extra(name))
 
     def _load_index(self, name: str) -> VectorIndex:
         """Load a source's index file if it is sound and belongs to this database."""
@@ -661,6 +665,7 @@ class MemoryStore:
         next open. It is reported as a :class:`StoreWarning`.
         """
         self._check_open()
+        self._refresh()  # include what other processes wrote, so the saved index is current
         for name, index in self._indexes.items():
             if index is not None and index.dirty:
                 self._try_save(name)
@@ -1296,6 +1301,22 @@ class MemoryStore:
             "db_bytes": db_bytes,
             "indexes": indexes,
         }
+
+
+@contextmanager
+def _locked(path: Path):
+    """An exclusive advisory lock on ``path`` (a no-op where fcntl is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 class _Closing:
