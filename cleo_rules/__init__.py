@@ -9,7 +9,7 @@
 
 from .errors import CleoError, PackError, Problem
 
-__all__ = ["load_pack", "Pack", "Decision", "CleoError", "PackError", "Problem"]
+__all__ = ["load_pack", "Pack", "Decision", "PackManager", "CleoError", "PackError", "Problem"]
 
 
 def __getattr__(name):  # keep `import cleo_rules` cheap
@@ -17,6 +17,10 @@ def __getattr__(name):  # keep `import cleo_rules` cheap
         from .pack import compile as _compile
 
         return getattr(_compile, name)
+    if name == "PackManager":
+        from .runtime import PackManager
+
+        return PackManager
     if name == "Decision":
         from .classify import Decision
 

@@ -248,3 +248,13 @@ def test_bundled_pack_is_valid():
     pack = load_pack()
     assert pack.name == "cleo-en" and len(pack.corrections) >= 9
     assert textwrap.dedent(pack.settings.combine) == "{anchor}\n{message}"
+
+
+def test_absolute_file_name_in_manifest(tmp_path):
+    manifest = MANIFEST.replace("files: [vocabulary.yaml, corrections.yaml]",
+                                "files: [vocabulary.yaml, corrections.yaml, /etc/passwd.yaml]")
+    found = problems(make(tmp_path, manifest=manifest))
+    named = next(p for p in found if p.code == "E127")
+    assert (named.line, named.pointer) == (4, "/files/2")
+    assert named.message == "'/etc/passwd.yaml' is not a valid file name"
+    assert any(p.code == "E115" and "outside the pack" in p.message for p in found)

@@ -13,7 +13,7 @@ import click
 from ..errors import CleoError
 
 pack_option = click.option("--pack", "pack_dir", type=click.Path(file_okay=True, dir_okay=True),
-                           default=None, help="Rule pack directory (default: the bundled cleo-en).")
+                           default=None, help="Rule pack: a directory or an installed pack's name (default: the bundled cleo-en).")
 history_option = click.option("--history", "-H", multiple=True, metavar="TEXT",
                               help="An earlier user message, oldest first; repeat for more.")
 

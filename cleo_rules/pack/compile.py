@@ -145,7 +145,8 @@ def _find_manifest(path) -> tuple[Path, Path]:
     else:
         manifest, p = p, p.parent
     if not manifest.is_file():
-        raise PackNotFound(f"no rule pack at {_display(p)}: {MANIFEST} not found",)
+        where = Path(path) if path is not None else p
+        raise PackNotFound(f"no rule pack at {_display(where)}: {MANIFEST} not found")
     return p, manifest
 
 

@@ -126,8 +126,11 @@ def _describe(error, source: Source) -> list[Problem]:
         return [mk("E126", "items must be unique", "remove the repeated item")]
     if v == "pattern":
         desc = schema.get("description", "")
-        return [mk("E127", f"{inst!r} is not a valid {pointer.rsplit('/', 1)[-1] or 'value'}",
-                   desc or f"it must match {error.validator_value}")]
+        parts = [part for part in pointer.split("/") if part and not part.isdigit()]
+        what = parts[-1] if parts else "value"
+        if what == "files":
+            what, desc = "file name", "a .yaml file inside the pack directory, named relative to pack.yaml"
+        return [mk("E127", f"{inst!r} is not a valid {what}", desc or f"it must match {error.validator_value}")]
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         return [mk("E128", f"{inst!r} is out of range ({v} {error.validator_value})", schema.get("description", ""))]
     return [mk("E120", error.message, schema.get("description", "see the schema in schemas/"))]
