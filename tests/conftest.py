@@ -1,7 +1,8 @@
 """Fixtures shared across the test suite.
 
-The sentence-transformers model is loaded once per test run (``embedder``);
-tests that need it are marked ``model`` by the fixture itself.
+The sentence-transformers model is loaded once per test run (``embedder``).
+Tests that use it, directly or through another fixture, are marked ``model``,
+so ``pytest -m "not model"`` runs the fast part of the suite.
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "embedder" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.model)
 
 
 @pytest.fixture(scope="session")
