@@ -55,6 +55,7 @@ class Decision:
 # --------------------------------------------------------------------------
 
 import bisect  # noqa: E402
+import functools  # noqa: E402
 import logging  # noqa: E402
 from dataclasses import field  # noqa: E402
 
@@ -170,6 +171,9 @@ class Matcher:
                            for s in self.vocab_sets)
         # one lookup finds the rules whose literals are in a text, whatever the pack's size
         self._patterns = self.corrections + self.follow_ups
+        # a conversation's earlier messages are classified again on every turn
+        # to find the anchor; the kinds are remembered (thread-safe, bounded)
+        self._history_kind = functools.lru_cache(maxsize=4096)(self.kind_of)
         self._index = LiteralIndex([_prefilter(r) for r in self._patterns])
 
     # -- pieces --------------------------------------------------------
@@ -258,14 +262,34 @@ class Matcher:
         return None
 
     @staticmethod
-    def _content_ok(rule, n: int) -> bool:
-        """Whether ``n`` topic words outside the match suit ``rule``'s bounds."""
-        if n < rule.min_content_words:
-            return False
-        return rule.max_content_words is None or n <= rule.max_content_words
+    def _topic_check(rule, spans, covered, start, end) -> tuple[bool, str]:
+        """Whether the topic words around a match suit ``rule``'s bounds, and why.
 
-    def _content_outside(self, spans, covered, start, end) -> int:
-        return sum(1 for (s, e), c in zip(spans, covered) if not c and (e <= start or s >= end))
+        Topic words are words the vocabulary does not cover. ``min/max_content_words``
+        bound those outside the match; ``max_content_before`` those before it (an
+        anaphor follows its antecedent: a referring word after topic words may
+        point inside the message rather than back at an earlier turn).
+        """
+        if rule.max_content_words is None and not rule.min_content_words and rule.max_content_before is None:
+            return True, ""
+        outside = before = 0
+        for (s, e), c in zip(spans, covered):
+            if not c:
+                if e <= start:
+                    before += 1
+                    outside += 1
+                elif s >= end:
+                    outside += 1
+        ok = outside >= rule.min_content_words and \
+            (rule.max_content_words is None or outside <= rule.max_content_words) and \
+            (rule.max_content_before is None or before <= rule.max_content_before)
+        bounds = [f"at least {rule.min_content_words}"] if rule.min_content_words else []
+        if rule.max_content_words is not None:
+            bounds.append(f"at most {rule.max_content_words}")
+        note = f"{outside} topic word(s) outside the match ({', '.join(bounds) or 'no bound'})"
+        if rule.max_content_before is not None:
+            note += f", {before} before it (at most {rule.max_content_before})"
+        return ok, note
 
     # -- classification ------------------------------------------------
 
@@ -293,7 +317,7 @@ class Matcher:
             spans = [m.span() for m in matches]
             head, covered = self._cover(tokens)
             def topic_free(rule, m):
-                return self._content_ok(rule, self._content_outside(spans, covered, *m.span()))
+                return self._topic_check(rule, spans, covered, *m.span())[0]
 
             hit = self._first(candidates[split:], text, topic_free)
             if hit is not None:
@@ -315,7 +339,7 @@ class Matcher:
         for earlier in reversed(items):
             if not isinstance(earlier, str):
                 raise TypeError(f"history items must be strings, found {type(earlier).__name__}")
-            if self._classify(earlier)[0] == "substantive":
+            if self._history_kind(earlier) == "substantive":
                 return earlier
         return None
 
@@ -385,12 +409,7 @@ class Matcher:
             return Explanation(decision, text, tokens, tuple(attempts))
         for rule in self.follow_ups:
             def check(m, rule=rule):
-                if rule.max_content_words is None and not rule.min_content_words:
-                    return True, ""
-                n = self._content_outside(spans, covered, *m.span())
-                bounds = f"at least {rule.min_content_words}, " if rule.min_content_words else ""
-                bounds += f"at most {rule.max_content_words}" if rule.max_content_words is not None else "no upper bound"
-                return self._content_ok(rule, n), f"{n} topic word(s) outside the match ({bounds})"
+                return self._topic_check(rule, spans, covered, *m.span())
             attempts.append(attempt("follow_up", rule, check))
         content = [t for t, c in zip(tokens, covered) if not c]
         if head is not None and not content:

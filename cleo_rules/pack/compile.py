@@ -75,6 +75,7 @@ class PatternRule:
     request_forms: tuple[str, ...] = ()
     max_content_words: int | None = None
     min_content_words: int = 0
+    max_content_before: int | None = None
     generate: Mapping | None = None
     compiled: Any = field(default=None, compare=False, repr=False)
 
@@ -337,7 +338,8 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                 examples=_tup(item.get("examples")), counterexamples=_tup(item.get("counterexamples")),
                 file=src.display, line=line, request_forms=_tup(item.get("request_forms")),
                 max_content_words=item.get("max_content_words"),
-                min_content_words=item.get("min_content_words") or 0, generate=item.get("generate"), compiled=compiled)
+                min_content_words=item.get("min_content_words") or 0,
+                max_content_before=item.get("max_content_before"), generate=item.get("generate"), compiled=compiled)
             (corrections if kind == "corrections" else follow_ups).append(rule)
 
     if any(p.severity == "error" for p in problems):
