@@ -166,6 +166,13 @@ class Matcher:
         # all token patterns in one alternation: the first that matches the whole token wins
         self._token_re = regex.compile("|".join(f"(?P<t{j}>{rx.pattern})" for j, (_, rx) in enumerate(token_res))) \
             if len(token_res) > 1 else None
+        # ASCII characters a token pattern can start with (anything else is tried)
+        from .pack.regexlint import first_ascii_chars
+
+        starts: set[str] = set()
+        for _, rx in token_res:
+            starts |= first_ascii_chars(rx.pattern)
+        self._token_starts = frozenset(starts)
         # the set reported for a vocabulary follow-up: most telling role first
         self._rank = tuple(ROLE_PRIORITY.index(s.role) if s.role in ROLE_PRIORITY else None
                            for s in self.vocab_sets)
@@ -196,6 +203,9 @@ class Matcher:
             raise _Timeout(rule_id) from None
 
     def _vocab_index(self, token: str) -> int | None:
+        first = token[:1]
+        if first.isascii() and first not in self._token_starts:
+            return None  # no token pattern can start with this character
         if self._token_re is not None:
             try:
                 m = self._token_re.fullmatch(token, timeout=self._timeout)

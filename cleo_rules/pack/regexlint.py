@@ -326,3 +326,20 @@ def required_literals(pattern: str, *, min_length: int = 3) -> tuple[str, ...] |
     if not found or any(len(s.strip()) < min_length for s in found):
         return None
     return tuple(sorted(found))
+
+
+def first_ascii_chars(pattern: str) -> frozenset:
+    """The ASCII characters a match of ``pattern`` can start with.
+
+    Every ASCII character when the pattern cannot be read or may match the
+    empty string, so the answer is safe to use as a gate.
+    """
+    try:
+        parsed = P.parse(pattern)
+    except Exception:  # noqa: BLE001
+        return frozenset(chr(c) for c in range(128))
+    if parsed.state.flags & C.SRE_FLAG_IGNORECASE:
+        return frozenset(chr(c) for c in range(128))
+    if parsed.getwidth()[0] == 0:
+        return frozenset(chr(c) for c in range(128))
+    return frozenset(c for c in _first_chars(list(parsed)) if c.isascii())
