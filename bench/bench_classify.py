@@ -18,7 +18,6 @@ Usage: python bench/bench_classify.py [--rounds N]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -31,23 +30,18 @@ sys.path.insert(0, str(ROOT))
 
 from cleo_rules import load_pack  # noqa: E402
 from cleo_rules.text import normalize  # noqa: E402
+from evaldata import EVAL_DIR, sgd_turns  # noqa: E402
 
 SAMPLE = ["Yes, go with the second one.", "We tried that one already.", "What is the weather in Leeds tomorrow?",
           "Thanks, that's all for now.", "Can you find me a plumber near York?", "Tell me more about it."]
 
 
 def messages(eval_dir: Path):
-    path = eval_dir / "sgd_user_turns.jsonl"
-    if not path.exists():
-        print(f"(no {path}; using a built-in sample)")
+    turns = sgd_turns(eval_dir)
+    if turns is None:
+        print(f"(no SGD turns under {eval_dir}; using a built-in sample)")
         return [(m, []) for m in SAMPLE * 50]
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            prev = row.get("prev_user_utterance")
-            out.append((row["utterance"], [prev] if prev else []))
-    return out
+    return turns
 
 
 def per_message(fn, items, rounds):
@@ -68,7 +62,7 @@ def per_message(fn, items, rounds):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--eval", type=Path, default=ROOT.parent / "shared" / "eval")
+    ap.add_argument("--eval", type=Path, default=EVAL_DIR)
     args = ap.parse_args(argv)
     pack = load_pack()
     items = messages(args.eval)

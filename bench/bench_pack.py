@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 from cleo_rules.pack.compile import compile_pack  # noqa: E402
 from cleo_rules.pack.load import MANIFEST  # noqa: E402
 from cleo_rules.resources import rules_dir  # noqa: E402
+from evaldata import sgd_turns  # noqa: E402
 
 CLONES = 9  # the synthetic pack is the default pack plus nine clones: ten times its rules
 BIN = Path(sys.executable).parent
@@ -204,14 +205,8 @@ def compile_time(pack_dir, runs: int):
 
 
 def messages(eval_dir: Path, pack) -> tuple[str, list[tuple[str, list[str]]]]:
-    path = eval_dir / "sgd_user_turns.jsonl"
-    if path.exists():
-        out = []
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                prev = row.get("prev_user_utterance")
-                out.append((row["utterance"], [prev] if prev else []))
+    out = sgd_turns(eval_dir)
+    if out is not None:
         return f"{len(out)} SGD user turns", out
     texts = [t for r in pack.rules for t in r.examples + r.counterexamples + tuple(getattr(r, "request_forms", ()))]
     return f"{len(texts)} examples of the default pack", [(t, [HISTORY]) for t in texts]

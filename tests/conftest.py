@@ -68,3 +68,19 @@ class PackCopy:
 @pytest.fixture
 def pack_copy(tmp_path):
     return PackCopy(tmp_path)
+
+
+@pytest.fixture
+def load_calls(monkeypatch):
+    """Records every call that hands an index file to hnswlib."""
+    from cleo_rules.retrieval import index as index_mod
+
+    calls = []
+    real = index_mod._load_hnsw
+
+    def spy(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(index_mod, "_load_hnsw", spy)
+    return calls

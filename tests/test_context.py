@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import pytest
 
 from cleo_rules.context import TEMPLATE_KEYS, build_context, item_fields
 from cleo_rules.errors import UsageError
+from cleo_rules.retrieval import Result
 
 
-@dataclass(frozen=True)
-class R:
-    source: str
-    id: str
-    item: str
-    title: str
-    date: str
-    text: str
-    score: float
+R = Result  # the store's own result type
 
 
 SNIPPET = R("conversation", "c1", "c1#s0", "Van insurance renewal", "2024-02-03", "user: the van quote", 0.61)

@@ -36,18 +36,6 @@ def saved(tmp_path):
     return ix, vectors, labels
 
 
-@pytest.fixture
-def load_calls(monkeypatch):
-    """Records every call that hands a file to hnswlib."""
-    calls = []
-    real = index_mod._load_hnsw
-
-    def spy(*args):
-        calls.append(args)
-        return real(*args)
-
-    monkeypatch.setattr(index_mod, "_load_hnsw", spy)
-    return calls
 
 
 def test_query_finds_exact_neighbours(saved):

@@ -61,17 +61,6 @@ def damaged(built, tmp_path):
     return copy, vectors, reference
 
 
-@pytest.fixture
-def load_calls(monkeypatch):
-    calls = []
-    real = index_mod._load_hnsw
-
-    def spy(*args):
-        calls.append(args)
-        return real(*args)
-
-    monkeypatch.setattr(index_mod, "_load_hnsw", spy)
-    return calls
 
 
 def truncate_half(p):
