@@ -18,10 +18,15 @@ from cleo_rules.errors import PackError
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import PackManager, accept, corpus_dir_of
 
-corpus = pytest.importorskip("cleo_rules.corpus")
+from cleo_rules import corpus  # noqa: E402
+
 CORPUS = Path(corpus.default_corpus_dir(SimpleNamespace(path=rules_dir())))
-if not (CORPUS / "regressions.yaml").is_file():
-    pytest.skip("the bundled pack has no checked-in corpus", allow_module_level=True)
+
+
+def test_the_bundled_pack_has_a_checked_in_corpus():
+    assert (CORPUS / "regressions.yaml").is_file()
+    assert any((CORPUS / "generated").glob("*.yaml"))
+
 
 WRONG_CASE = """
   - id: regression/test-wrong-expectation
