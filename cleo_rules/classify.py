@@ -131,10 +131,12 @@ class Matcher:
 
     Built by :func:`cleo_rules.pack.compile.compile_pack`; holds only
     immutable state, so one instance serves any number of threads.
-    Patterns are tried one by one in file order, each behind a prefilter of
-    literal strings one of which any match must contain: on this pack that is
-    faster than one large alternation, which the ``regex`` engine cannot
-    optimise across lookarounds.
+    Patterns are tried one by one in file order, but only those whose
+    required literals (strings one of which any match must contain) occur
+    in the message, found with one lookup in a :class:`LiteralIndex`: on
+    these packs that is faster than one large alternation, which the
+    ``regex`` engine cannot optimise across lookarounds, and its cost does
+    not grow with the pack.
     """
 
     def __init__(self, settings, vocab_sets, follow_ups, corrections, identity):
@@ -178,10 +180,10 @@ class Matcher:
                            for s in self.vocab_sets)
         # one lookup finds the rules whose literals are in a text, whatever the pack's size
         self._patterns = self.corrections + self.follow_ups
+        self._index = LiteralIndex([_prefilter(r) for r in self._patterns])
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kind = functools.lru_cache(maxsize=4096)(self.kind_of)
-        self._index = LiteralIndex([_prefilter(r) for r in self._patterns])
 
     # -- pieces --------------------------------------------------------
 
