@@ -51,14 +51,12 @@ rules:
 """
 
 
-def make(tmp_path, manifest=MANIFEST, vocab=VOCAB, corr=CORR, **extra):
+def make(tmp_path, manifest=MANIFEST, vocab=VOCAB, corr=CORR):
     d = tmp_path / "p"
     d.mkdir()
     (d / "pack.yaml").write_text(manifest)
     (d / "vocabulary.yaml").write_text(vocab)
     (d / "corrections.yaml").write_text(corr)
-    for name, text in extra.items():
-        (d / name.replace("_", ".", 1) if "." not in name else d / name).write_text(text)
     return d
 
 
