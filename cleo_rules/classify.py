@@ -61,8 +61,8 @@ from dataclasses import field  # noqa: E402
 
 import regex  # noqa: E402
 
-from .prefilter import LiteralIndex  # noqa: E402
-from .text import WORD, normalize, original_span  # noqa: E402
+from .prefilter import LiteralIndex, holds, words_of_tokens  # noqa: E402
+from .text import WORD, normalize, original_span, word_pattern  # noqa: E402
 
 log = logging.getLogger("cleo_rules")
 
@@ -104,11 +104,11 @@ ROLE_PRIORITY = ("choice", "nod", "negation", "closing", "request", "anaphor")
 
 
 def _prefilter(rule):
-    """The rule's required literals, if they hold for all of its own examples."""
-    from .pack.regexlint import required_literals
+    """The rule's literal requirements, if they hold for all of its own examples."""
+    from .pack.regexlint import literal_requirements
 
-    literals = required_literals(rule.pattern, min_length=2)
-    if literals is None:
+    conditions = literal_requirements(rule.pattern)
+    if conditions is None:
         return None
     for example in rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())):
         text = normalize(example)
@@ -116,9 +116,9 @@ def _prefilter(rule):
             hit = rule.compiled.search(text, timeout=1.0)
         except TimeoutError:
             return None  # cannot tell: always search (the lint reports slow patterns)
-        if hit and not any(lit in text for lit in literals):
+        if hit and not holds(conditions, text):
             return None  # the parser read the pattern differently: always search
-    return literals
+    return conditions
 
 
 class _Timeout(Exception):
@@ -220,13 +220,15 @@ class Matcher:
                 return index
         return None
 
-    def _cover(self, tokens):
+    def _cover(self, tokens, stop_at_gap: bool = False):
         """Greedy longest-phrase cover of ``tokens``.
 
         Returns ``(head, covered)``: ``head`` is ``(set_index, first, last)``
         (token indices, end exclusive), ``covered`` a list of booleans, one
         per token. ``head`` is the entry whose set has the most telling role
         (:data:`ROLE_PRIORITY`), the earliest among equals; filler never heads.
+        With ``stop_at_gap``, the first token no entry covers ends the walk
+        and ``(None, None)`` is returned (the vocabulary test has failed).
         """
         n = len(tokens)
         covered = [False] * n
@@ -248,6 +250,8 @@ class Matcher:
                 if index is None and self._token_res:
                     index = self._vocab_index(token)
                 if index is None:
+                    if stop_at_gap:
+                        return None, None
                     i += 1
                     continue
             for j in range(i, i + length):
@@ -274,16 +278,8 @@ class Matcher:
         return None
 
     @staticmethod
-    def _topic_check(rule, spans, covered, start, end) -> tuple[bool, str]:
-        """Whether the topic words around a match suit ``rule``'s bounds, and why.
-
-        Topic words are words the vocabulary does not cover. ``min/max_content_words``
-        bound those outside the match; ``max_content_before`` those before it (an
-        anaphor follows its antecedent: a referring word after topic words may
-        point inside the message rather than back at an earlier turn).
-        """
-        if rule.max_content_words is None and not rule.min_content_words and rule.max_content_before is None:
-            return True, ""
+    def _topic_counts(spans, covered, start, end) -> tuple[int, int]:
+        """Topic words (words the vocabulary does not cover) outside ``start:end``, and before it."""
         outside = before = 0
         for (s, e), c in zip(spans, covered):
             if not c:
@@ -292,16 +288,33 @@ class Matcher:
                     outside += 1
                 elif s >= end:
                     outside += 1
-        ok = outside >= rule.min_content_words and \
+        return outside, before
+
+    @staticmethod
+    def _topic_ok(rule, outside: int, before: int) -> bool:
+        """Whether ``rule``'s bounds allow that many topic words around its match.
+
+        ``min/max_content_words`` bound those outside the match;
+        ``max_content_before`` those before it (an anaphor follows its
+        antecedent: a referring word after topic words may point inside the
+        message rather than back at an earlier turn).
+        """
+        return outside >= rule.min_content_words and \
             (rule.max_content_words is None or outside <= rule.max_content_words) and \
             (rule.max_content_before is None or before <= rule.max_content_before)
+
+    def _topic_check(self, rule, spans, covered, start, end) -> tuple[bool, str]:
+        """:meth:`_topic_ok` for a match at ``start:end``, and why (for ``explain``)."""
+        if not rule.topic_bounded:
+            return True, ""
+        outside, before = self._topic_counts(spans, covered, start, end)
         bounds = [f"at least {rule.min_content_words}"] if rule.min_content_words else []
         if rule.max_content_words is not None:
             bounds.append(f"at most {rule.max_content_words}")
         note = f"{outside} topic word(s) outside the match ({', '.join(bounds) or 'no bound'})"
         if rule.max_content_before is not None:
             note += f", {before} before it (at most {rule.max_content_before})"
-        return ok, note
+        return self._topic_ok(rule, outside, before), note
 
     # -- classification ------------------------------------------------
 
@@ -315,28 +328,41 @@ class Matcher:
         if len(message.strip()) < s.min_chars:
             return "skip", None, None, None, None
         text = normalize(message[: s.max_scan_chars])
-        candidates = self._index.candidates(text)
+        words = word_pattern(text)
+        tokens = words.findall(text)
+        candidates = self._index.candidates(text, words_of_tokens(tokens, text))
         split = bisect.bisect_left(candidates, len(self.corrections))
         try:
             hit = self._first(candidates[:split], text)
             if hit is not None:
                 rule, m = hit
                 return "correction", rule.id, m.span(), text, None
-            matches = list(WORD.finditer(text))
-            if len(matches) > s.max_follow_up_words or len(message) > s.max_scan_chars:
+            if len(tokens) > s.max_follow_up_words or len(message) > s.max_scan_chars:
                 return "substantive", None, None, text, None
-            tokens = [m.group() for m in matches]
-            spans = [m.span() for m in matches]
-            head, covered = self._cover(tokens)
+            # token spans and the vocabulary cover are worked out only when needed
+            cover = spans = None
+
             def topic_free(rule, m):
-                return self._topic_check(rule, spans, covered, *m.span())[0]
+                nonlocal cover, spans
+                if not rule.topic_bounded:
+                    return True
+                if cover is None:
+                    cover = self._cover(tokens)
+                    spans = [w.span() for w in words.finditer(text)]
+                return self._topic_ok(rule, *self._topic_counts(spans, cover[1], *m.span()))
 
             hit = self._first(candidates[split:], text, topic_free)
             if hit is not None:
                 rule, m = hit
                 return "follow_up", rule.id, m.span(), text, None
-            if head is not None and all(covered):
+            if cover is not None:
+                head = cover[0] if all(cover[1]) else None
+            else:
+                head = self._cover(tokens, stop_at_gap=True)[0]
+            if head is not None:
                 index, first, last = head
+                if spans is None:
+                    spans = [w.span() for w in words.finditer(text)]
                 return "follow_up", self.vocab_sets[index].id, (spans[first][0], spans[last - 1][1]), text, None
         except _Timeout as t:
             log.warning("pattern timed out in rule %s; message classified substantive (searched as typed)", t.rule_id)
@@ -347,7 +373,8 @@ class Matcher:
         """The last substantive message in ``history`` (oldest first), or None."""
         if isinstance(history, str):
             raise TypeError("history must be a sequence of earlier messages, not one string")
-        items = list(history)[-self.settings.anchor_lookback:]
+        lookback = self.settings.anchor_lookback
+        items = history[-lookback:] if isinstance(history, (tuple, list)) else list(history)[-lookback:]
         for earlier in reversed(items):
             if not isinstance(earlier, str):
                 raise TypeError(f"history items must be strings, found {type(earlier).__name__}")
@@ -358,7 +385,7 @@ class Matcher:
     def classify(self, message: str, history=()) -> Decision:
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
-        kind, rule, span, _, note = self._classify(message)
+        kind, rule, span, normalized, note = self._classify(message)
         anchor = None
         query: str | None
         if kind == "skip":
@@ -374,7 +401,7 @@ class Matcher:
             query = message
         orig_span = matched = None
         if span is not None:
-            orig_span = original_span(message[: self.settings.max_scan_chars], *span)
+            orig_span = original_span(message[: self.settings.max_scan_chars], *span, normalized)
             matched = message[orig_span[0]:orig_span[1]]
         name, version, digest = self._identity
         return Decision(kind=kind, rule=rule, span=orig_span, matched=matched, query=query, anchor=anchor,

@@ -1,75 +1,169 @@
-"""Which rules can match a text, found with work that does not grow with the pack.
+"""Which rules can match a text, found with one scan of the text.
 
-Each pattern has *required literals*: strings one of which every match
-contains (:func:`cleo_rules.pack.regexlint.required_literals`). A rule none
-of whose literals occurs in the text cannot match, and is not searched.
-Checking every literal of every rule costs time in proportion to the pack;
-:class:`LiteralIndex` files each literal under one short piece of it (its
-rarest two or three characters) and looks up only the pieces the text
-contains, so a message pays for the literals that share its pieces, not for
-the whole pack.
+Every pattern has *requirements* (:func:`cleo_rules.pack.regexlint.literal_requirements`):
+conditions that each text it matches satisfies, such as "contains one of
+*that*, *this*, *those*, *these*" or "starts with one of *and*, *so*, *or*".
+A rule whose requirements a text fails cannot match it, and is not searched.
+
+:class:`LiteralIndex` finds every literal of every rule that occurs in a text
+with a single ``findall`` of one compiled pattern: the literals as a trie
+(alternatives branch on one character, so a position costs a few character
+comparisons whatever the pack's size) inside a lookahead, so that matches may
+overlap. At each position the longest literal is reported; the literals it
+contains are implied. The work, and the memory it touches, is one compiled
+program and a few small sets, which matters when the caches are cold (a turn
+classifies right after the previous turn's embedding has filled them).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import re
 from typing import Sequence
 
-__all__ = ["LiteralIndex"]
+import regex
+
+__all__ = ["LiteralIndex", "holds", "words_of", "words_of_tokens"]
+
+_RUN_ASCII = re.compile(r"\w+", re.ASCII)
+_RUN = regex.compile(r"\w+")  # the engine the rules run on: its \w and \b agree
+
+
+def _trie_pattern(literals) -> str:
+    """A regular expression matching any of ``literals``, longest first at each position."""
+    trie: dict = {}
+    for lit in literals:
+        node = trie
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 and len(alts[0]) == 1 else "(?:" + "|".join(alts) + ")"
+        return body + "?" if ends else body  # greedy: the longer literal is tried first
+
+    return emit(trie)
+
+
+def words_of(text: str) -> set:
+    """The whole words of ``text``: its maximal runs of word characters (``\\w+``)."""
+    return set(_RUN_ASCII.findall(text) if text.isascii() else _RUN.findall(text))
+
+
+def words_of_tokens(tokens, text: str) -> set:
+    """:func:`words_of` from ``text``'s tokens (``\\w+(?:'\\w+)*``, every word character in one)."""
+    if "'" not in text:
+        return set(tokens)
+    return {w for t in tokens for w in t.split("'")}
+
+
+def holds(conditions, text: str, words=None) -> bool:
+    """Whether ``text`` meets every condition (the plain, slow reference)."""
+    if words is None:
+        words = words_of(text)
+    return all(text.startswith(prefixes) or any(a in text for a in anywhere) or any(w in words for w in whole)
+               for prefixes, anywhere, whole in conditions)
+
+
+def _merge(postings) -> tuple:
+    """Several ``{rule: bits}`` postings as one tuple of ``(rule, bits)``."""
+    merged: dict[int, int] = {}
+    for entry in postings:
+        for rule, bits in entry.items():
+            merged[rule] = merged.get(rule, 0) | bits
+    return tuple(merged.items())
 
 
 class LiteralIndex:
     """Candidate rules for a text, in rule order.
 
-    ``literal_sets[i]`` holds the literals of rule ``i``, or None when the
-    rule has no usable literal (it is always a candidate). Immutable after
-    construction; safe to share between threads.
+    ``requirements[i]`` holds rule ``i``'s conditions, each a triple
+    ``(prefixes, anywhere, words)`` meaning "the text starts with one of
+    ``prefixes``, contains one of ``anywhere`` or has one of ``words`` as a
+    whole word"; all must hold. None (or no conditions) makes the rule a
+    candidate for every text. Immutable after construction; safe to share
+    between threads.
+
+    The scan looks for *keys*: the first ``key_length`` characters of each
+    literal (a text holding a literal holds its key, so a found key may
+    stand for a longer literal that is not there: the answer can hold a
+    rule that then fails its search, never miss one that would match).
+    One ``findall`` finds the keys anywhere in the text, one ``match`` the
+    prefix keys it starts with, and each of the text's words is looked up
+    once; a rule is a candidate when each of its conditions is met.
     """
 
-    __slots__ = ("size", "_always", "_keys", "_buckets", "_sizes")
+    __slots__ = ("size", "_always", "_full", "_find", "_starts", "_implied", "_implied_prefix", "_words")
 
-    def __init__(self, literal_sets: Sequence[Sequence[str] | None]):
-        self.size = len(literal_sets)
+    def __init__(self, requirements: Sequence[Sequence[tuple] | None], *, key_length: int = 6,
+                 cheap_only: bool = False):
+        self.size = len(requirements)
         always = []
-        usable = {}
-        for i, lits in enumerate(literal_sets):
-            if not lits or any(len(lit) < 2 for lit in lits):
+        full: dict[int, int] = {}
+        postings: tuple[dict, dict, dict] = ({}, {}, {})  # prefix keys, keys, words
+
+        def post(kind, key, rule, bit):
+            entry = postings[kind].setdefault(key, {})
+            entry[rule] = entry.get(rule, 0) | 1 << bit
+
+        for i, conds in enumerate(requirements):
+            kept = [c for c in (conds or ()) if any(c) and not any("" in part for part in c)]
+            if cheap_only:
+                # whole words and prefixes are looked up without scanning the text
+                cheap = [c for c in kept if not c[1]]
+                kept = cheap or kept
+            if not kept:
                 always.append(i)
-            else:
-                usable[i] = tuple(dict.fromkeys(lits))
-        # how many literals each piece occurs in: a literal is filed under its rarest piece
-        counts = Counter(p for lits in usable.values() for lit in lits for p in set(_pieces(lit)))
-        buckets: dict[str, dict[str, set[int]]] = {}
-        for i, lits in usable.items():
-            for lit in lits:
-                key = min(_pieces(lit), key=lambda p: (counts[p], p))
-                buckets.setdefault(key, {}).setdefault(lit, set()).add(i)
+                continue
+            full[i] = (1 << len(kept)) - 1
+            for bit, (prefixes, anywhere, words) in enumerate(kept):
+                for lit in prefixes:
+                    post(0, lit[:key_length], i, bit)
+                for lit in anywhere:
+                    post(1, lit[:key_length], i, bit)
+                for word in words:
+                    post(2, word, i, bit)
+        prefix, anywhere, words = postings
+        # each scan reports the longest key at a position; the keys inside it are there too
+        keys = sorted(anywhere)
+        self._implied = {k: _merge(anywhere[j] for j in keys if j in k) for k in keys}
+        starts = sorted(prefix)
+        self._implied_prefix = {k: _merge(prefix[j] for j in starts if k.startswith(j)) for k in starts}
+        self._words = {w: tuple(rules.items()) for w, rules in words.items()}
+        self._find = re.compile(f"(?=({_trie_pattern(keys)}))").findall if keys else None
+        self._starts = re.compile(_trie_pattern(starts)).match if starts else None
         self._always = tuple(always)
-        self._buckets = {k: tuple((lit, frozenset(rules)) for lit, rules in v.items()) for k, v in buckets.items()}
-        self._keys = frozenset(self._buckets)
-        self._sizes = tuple(sorted({len(k) for k in self._keys}))
+        self._full = full
 
-    def candidates(self, text: str) -> list[int]:
-        """Indices of the rules that may match ``text``, ascending."""
-        keys = self._keys
-        # testing each key costs about half as much as cutting one piece of text
-        if 2 * len(text) * len(self._sizes) > len(keys):
-            present = {k for k in keys if k in text}
-        else:
-            present = set()
-            for size in self._sizes:
-                present.update(text[j:j + size] for j in range(len(text) - size + 1))
-            present &= keys
-        found = set(self._always)
-        for key in present:
-            for lit, rules in self._buckets[key]:
-                if not rules <= found and lit in text:
-                    found |= rules
-        return sorted(found)
+    def candidates(self, text: str, words=None) -> list[int]:
+        """Indices of the rules that may match ``text``, ascending.
 
-
-def _pieces(literal: str) -> list[str]:
-    """The three-character pieces of ``literal`` (the literal itself when shorter)."""
-    if len(literal) <= 3:
-        return [literal]
-    return [literal[j:j + 3] for j in range(len(literal) - 2)]
+        ``words``: the text's whole words (:func:`words_of`), when already known.
+        """
+        marks: dict[int, int] = {}
+        get = marks.get
+        if self._find is not None:
+            implied = self._implied
+            for key in set(self._find(text)):
+                for rule, bits in implied[key]:
+                    marks[rule] = get(rule, 0) | bits
+        if self._starts is not None:
+            m = self._starts(text)
+            if m is not None:
+                for rule, bits in self._implied_prefix[m.group()]:
+                    marks[rule] = get(rule, 0) | bits
+        if self._words:
+            lookup = self._words.get
+            for word in (words_of(text) if words is None else words):
+                postings = lookup(word)
+                if postings is not None:
+                    for rule, bits in postings:
+                        marks[rule] = get(rule, 0) | bits
+        full = self._full
+        out = [rule for rule, bits in marks.items() if bits == full[rule]]
+        out.extend(self._always)
+        out.sort()
+        return out

@@ -12,6 +12,7 @@ came from, so a match can be reported in the user's own words.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import regex
@@ -25,15 +26,27 @@ _TABLE = {ord(c): None for c in _ZERO_WIDTH}
 _TABLE.update({ord(c): "'" for c in _APOSTROPHES})
 _TABLE.update({ord(c): '"' for c in _QUOTES})
 _TABLE.update({ord(c): "-" for c in _DASHES})
+_ASCII_KEYS = "".join(chr(k) for k in _TABLE if k < 128)  # the backtick
 
 # A word: letters/digits/underscore, with inner apostrophes ("let's", "don't").
 WORD = regex.compile(r"\w+(?:'\w+)*")
+# The same words in ASCII text, found by the standard library's engine: for
+# ASCII, ``\w`` means the same to both, and ``re`` is the lighter call.
+WORD_ASCII = re.compile(r"\w+(?:'\w+)*", re.ASCII)
+
+
+def word_pattern(normalized: str):
+    """The compiled word pattern for an already normalised text (ASCII or not)."""
+    return WORD_ASCII if normalized.isascii() else WORD
 
 
 def normalize(text: str) -> str:
     """Normalise ``text`` for matching (see the module docstring)."""
     if text.isascii():
-        text = text.translate(_TABLE).lower()  # ASCII: NFKC is the identity
+        # ASCII: NFKC is the identity, and few of the table's keys are ASCII
+        text = text.lower()
+        if any(c in text for c in _ASCII_KEYS):
+            text = text.translate(_TABLE)
     else:
         text = unicodedata.normalize("NFKC", text).translate(_TABLE).casefold()
         # casefold can produce characters NFKC would change again (rare)
@@ -88,7 +101,7 @@ def normalize_map(text: str) -> tuple[str, list[int], list[int]]:
 
 # For ASCII, normalisation maps characters one to one except white space,
 # whose runs (as str.split sees them) become one space.
-_ASCII_RUN = regex.compile(r"[^ \t\n\r\x0b\x0c\x1c-\x1f]+")
+_ASCII_RUN = re.compile(r"[^ \t\n\r\x0b\x0c\x1c-\x1f]+")
 
 
 def _ascii_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -108,11 +121,17 @@ def _ascii_span(text: str, start: int, end: int) -> tuple[int, int]:
     return locate(start, False), locate(end, True)
 
 
-def original_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Map a span of ``normalize(text)`` back to a span of ``text``."""
+def original_span(text: str, start: int, end: int, normalized: str | None = None) -> tuple[int, int]:
+    """Map a span of ``normalize(text)`` back to a span of ``text``.
+
+    ``normalized``, when given, must be ``normalize(text)``: for ASCII text of
+    the same length, normalising changed no position and the span is kept.
+    """
     if start >= end:
         return (0, 0)
     if text.isascii():
+        if normalized is not None and len(normalized) == len(text):
+            return (start, end)  # ASCII normalising maps characters one to one, or drops white space
         return _ascii_span(text, start, end)
     _, starts, ends = normalize_map(text)
     if not starts or start >= end:

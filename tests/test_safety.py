@@ -143,9 +143,11 @@ def test_a_pattern_that_slips_past_the_lint_times_out_and_is_searched_as_typed(c
     """``tests/packs/slow`` compiles: its correction pattern has five ``.*`` in a row,
     which the lint does not flag (no nested repeat; fast on the lint's short
     probes) but which backtracks polynomially. On a long message it runs past
-    the pack's 20 ms limit, as an unforeseen pattern would in production."""
+    the pack's 20 ms limit, as an unforeseen pattern would in production. The
+    message holds every word the pattern requires ("already" comes first), so
+    the prefilter cannot rule the search out."""
     pack = load_pack(PACKS / "slow")
-    message = "We tried " + "that one " * 2000
+    message = "We tried already: " + "that one " * 2000
     caplog.set_level(logging.WARNING, logger="cleo_rules")
     start = time.perf_counter()
     d = pack.classify(message, ["Which van insurer should we use?"])
@@ -267,7 +269,7 @@ def test_ten_megabyte_message_classifies_in_bounded_time(default_pack, make):
 
 def test_ten_megabyte_message_with_a_slow_pattern_is_bounded_by_the_time_limit():
     pack = load_pack(PACKS / "slow")
-    message = "We tried " + "that one " * (TEN_MB // 9)
+    message = "We tried already: " + "that one " * (TEN_MB // 9)
     start = time.perf_counter()
     d = pack.classify(message)
     assert time.perf_counter() - start < 1.0

@@ -79,6 +79,12 @@ class PatternRule:
     generate: Mapping | None = None
     compiled: Any = field(default=None, compare=False, repr=False)
 
+    @property
+    def topic_bounded(self) -> bool:
+        """Whether the rule bounds the topic words around its match."""
+        return self.max_content_words is not None or bool(self.min_content_words) \
+            or self.max_content_before is not None
+
 
 class Pack:
     """A compiled, immutable rule pack.

@@ -268,64 +268,270 @@ def compile_pattern(pattern: str):
 
 
 # --------------------------------------------------------------------------
-# Prefilter: literal strings at least one of which every match contains.
+# Prefilter: literal conditions every match of a pattern satisfies.
 # --------------------------------------------------------------------------
 
-def _required(items):
-    """Required-literal set of a sequence of parsed items, or None if unknown."""
-    candidates = []
-    run: list[str] = []
+#: A condition on the text, ``(prefixes, anywhere, words)``: the text starts
+#: with one of ``prefixes``, contains one of ``anywhere``, or has one of
+#: ``words`` as a whole word (a maximal run of word characters, ``\w+``).
+#: A pattern's requirements are conditions that all hold for every text it
+#: matches.
+Condition = tuple
 
-    def close_run():
-        if run:
-            candidates.append(frozenset(["".join(run)]))
-            run.clear()
+_MAX_SET = 64      # strings an exact set may hold before it is cut
+_MAX_CLASS = 8     # characters a class may hold to count as exact
+_MAX_CLAUSES = 4   # conditions kept for an alternation
 
+_AT_START = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+_EMPTY = frozenset([""])
+
+
+def _class_exact(av) -> frozenset | None:
+    """The characters of a small positive class, or None."""
+    chars: set[str] = set()
+    for op, a in av:
+        if op is C.LITERAL:
+            chars.add(chr(a))
+        elif op is C.RANGE and a[1] - a[0] < _MAX_CLASS:
+            chars.update(chr(c) for c in range(a[0], a[1] + 1))
+        else:
+            return None
+    return frozenset(chars) if 0 < len(chars) <= _MAX_CLASS else None
+
+
+def _is_word(s: str) -> bool:
+    return s.isascii() and all(c.isalnum() or c == "_" for c in s)
+
+
+def _whole_words(s: str, bounded_before: bool, bounded_after: bool) -> list:
+    """The whole words a text holds wherever it holds ``s`` (ASCII only).
+
+    A run of word characters inside ``s`` with a non-word character on
+    each side is a whole word; at either end of ``s``, a word boundary of
+    the pattern stands in for that character.
+    """
+    if not s.isascii():
+        return []
+    out = []
+    for m in _WORD_RUN.finditer(s):
+        if (m.start() > 0 or bounded_before) and (m.end() < len(s) or bounded_after):
+            out.append(m.group())
+    return out
+
+
+_WORD_RUN = regex.compile(r"[A-Za-z0-9_]+")
+
+
+class _Seq:
+    """Walks one sequence of parsed items (see :func:`_analyse`).
+
+    A *run* is a stretch of exact items: the set of strings it can spell.
+    Zero-width items (anchors, boundaries, lookarounds) do not end a run,
+    since what is consumed either side of them is adjacent in the text.
+    """
+
+    def __init__(self, at_start: bool, bounded: bool):
+        self.consumed = False         # something before the run may have consumed text
+        self.run = _EMPTY             # strings the current run of exact items spells
+        self.run_at_start = at_start  # the run begins at text position 0
+        self.run_bounded = bounded    # a word boundary (or a non-word character) comes right before the run
+        self.boundary_last = False    # a word boundary came right after the last item
+        self.exact = True             # every item so far was exact
+        self.conditions: list = []
+
+    def close(self):
+        if "" not in self.run:
+            run = sorted(self.run)
+            before = self.run_bounded or self.run_at_start
+            if self.run_at_start:
+                self.conditions.append((tuple(run), (), ()))
+            elif before and self.boundary_last:
+                # bounded by \b both sides: a string of word characters is a whole word
+                self.conditions.append(((), tuple(r for r in run if not _is_word(r)),
+                                        tuple(r for r in run if _is_word(r))))
+            else:
+                self.conditions.append(((), tuple(run), ()))
+            # the whole words inside the strings ("is" and "it" in "is it" before
+            # \b): the first of one of them is in the text, and the last
+            if not all(_is_word(r) for r in run):
+                whole = [_whole_words(r, before, self.boundary_last) for r in run]
+                if all(whole):
+                    for pick in (0, -1):
+                        condition = ((), (), tuple(sorted({w[pick] for w in whole})))
+                        if condition not in self.conditions:
+                            self.conditions.append(condition)
+        if self.run != _EMPTY:
+            self.consumed = True
+        self.run = _EMPTY
+        self.run_at_start = self.run_bounded = self.boundary_last = False
+
+    def extend(self, strings: frozenset):
+        if len(self.run) * len(strings) > _MAX_SET:
+            # too many strings: the run is cut here; when every string so far
+            # ends in a non-word character, the next run starts a word
+            after_space = all(r and not (r[-1].isalnum() or r[-1] == "_") for r in self.run)
+            self.close()
+            self.run_bounded = after_space
+            self.exact = False
+        self.run = frozenset(a + b for a in self.run for b in strings)
+        self.boundary_last = False
+
+    def opaque(self, conditions=()):
+        """An item that is not exact: the run ends, the item's own conditions hold."""
+        self.close()
+        self.conditions.extend(conditions)
+        self.consumed = True
+        self.exact = False
+
+
+def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bool = False):
+    """``(exact, conditions)`` for a sequence of parsed items.
+
+    ``exact`` is the finite set of strings the sequence can consume (a
+    superset, since assertions are ignored), or None when it is not small
+    and finite; ``conditions`` are conditions every match of the sequence
+    satisfies (see :data:`Condition`). ``at_start``: the sequence begins at
+    the start of the text, so its first run of exact items is a prefix;
+    ``bounded``: a word boundary comes right before the sequence.
+    """
+    seq = _Seq(at_start, bounded)
     for op, av in items:
         if op is C.LITERAL:
-            run.append(chr(av))
+            seq.extend(frozenset([chr(av)]))
+        elif op is C.AT:
+            if seq.run == _EMPTY:
+                if av in _AT_START and not multiline and not seq.consumed:
+                    seq.run_at_start = True
+                if av is C.AT_BOUNDARY:
+                    seq.run_bounded = True
+            if av is C.AT_BOUNDARY and seq.run != _EMPTY:
+                seq.boundary_last = True
+            # anchors and boundaries consume nothing: the run goes on
+        elif op is C.ASSERT:
+            # a lookaround that must succeed: what it needs is in the text too
+            seq.conditions.extend(_analyse(av[1], False, multiline)[1])
+        elif op is C.ASSERT_NOT:
             continue
-        close_run()
-        sub = None
-        if op is C.SUBPATTERN:
-            sub = _required(av[-1])
+        elif op is C.IN:
+            chars = _class_exact(av)
+            if chars is None:
+                seq.opaque()
+            else:
+                seq.extend(chars)
+        elif op is C.SUBPATTERN or op is getattr(C, "ATOMIC_GROUP", None):
+            here = seq.run == _EMPTY
+            exact, conditions = _analyse(av[-1] if op is C.SUBPATTERN else av, here and seq.run_at_start,
+                                         multiline, here and seq.run_bounded)
+            if exact is not None:
+                seq.extend(exact)
+            else:
+                seq.opaque(conditions)
         elif op is C.BRANCH:
-            alts = [_required(alt) for alt in av[1]]
-            if all(a is not None for a in alts):
-                sub = frozenset().union(*alts)
-        elif _is_repeat(op) and av[0] >= 1:
-            sub = _required(av[2])
-        elif op is getattr(C, "ATOMIC_GROUP", None):
-            sub = _required(av)
-        if sub:
-            candidates.append(sub)
-    close_run()
-    if not candidates:
-        return None
-    # the most selective: longest shortest string, then fewest strings
-    return max(candidates, key=lambda s: (min(map(len, s)), -len(s)))
+            here = seq.run == _EMPTY
+            alts = [_analyse(alt, here and seq.run_at_start, multiline, here and seq.run_bounded) for alt in av[1]]
+            if all(exact is not None for exact, _ in alts):
+                union = frozenset().union(*(exact for exact, _ in alts))
+                # the alternatives may know more than their strings (whole words,
+                # lookarounds): that holds too, beside the run going on
+                if any(conditions != [((), tuple(sorted(exact)), ())] for exact, conditions in alts):
+                    seq.conditions.extend(_either([conditions for _, conditions in alts]))
+                seq.extend(union)
+                continue
+            seq.opaque(_either([conditions for _, conditions in alts]))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
+            lo, hi, body = av
+            exact, conditions = _analyse(body, False, multiline)
+            if exact is not None and (lo, hi) == (0, 1):
+                seq.extend(exact | _EMPTY)
+            elif exact is not None and (lo, hi) == (1, 1):
+                seq.extend(exact)
+            else:
+                seq.opaque(conditions if lo >= 1 else ())
+        else:
+            seq.opaque()
+    exact = seq.run if seq.exact else None
+    seq.close()
+    return exact, seq.conditions
 
 
-def required_literals(pattern: str, *, min_length: int = 3) -> tuple[str, ...] | None:
-    """Strings one of which every match of ``pattern`` contains, or None.
+def _union(conditions) -> Condition:
+    return tuple(tuple(sorted({s for c in conditions for s in c[k]})) for k in range(3))
 
-    Used to skip a pattern's search when none of its literals is in the text.
-    Patterns with inline flags, or that the ``re`` parser cannot read, get no
-    prefilter (they are always searched).
+
+def _either(alternatives) -> list:
+    """Conditions that hold whichever alternative matched.
+
+    ``(A1 and A2) or (B1 and B2)`` implies ``(A1 or B1) and (A1 or B2) and
+    (A2 or B1) and (A2 or B2)``: each alternative's best two conditions are
+    crossed, and the most selective results kept.
+    """
+    if not alternatives or any(not conditions for conditions in alternatives):
+        return []
+    picks = [sorted(_usable(conditions), key=_score, reverse=True)[:2] for conditions in alternatives]
+    if any(not p for p in picks):
+        return []
+    clauses = [()]
+    for p in picks:
+        if len(clauses) * len(p) > 16:
+            p = p[:1]
+        clauses = [c + (x,) for c in clauses for x in p]
+    out = []
+    for clause in clauses:
+        cond = _union(clause)
+        if cond not in out:
+            out.append(cond)
+    return sorted(out, key=_score, reverse=True)[:_MAX_CLAUSES]
+
+
+def _usable(conditions, min_length: int = 2) -> list:
+    """Conditions worth checking: no empty string, nothing too short to tell texts apart."""
+    return [c for c in conditions
+            if not any("" in part for part in c) and any(c)
+            and all(len(a) >= min_length for a in c[1])]
+
+
+def _score(condition) -> float:
+    """Higher is more selective: minus a rough chance that a message meets the condition.
+
+    A prefix is rarer than a whole word, a whole word than a string found
+    anywhere; each is rarer the more letters and digits it has, and a
+    condition with more strings is met more often. Only the order matters:
+    it decides which conditions of an alternation are kept.
+    """
+    prefixes, anywhere, words = condition
+
+    def size(s):  # spacing and punctuation tell little
+        return max(1, sum(c.isalnum() for c in s))
+
+    return -(sum(0.3 ** size(p) for p in prefixes) + sum(2 * 0.3 ** size(w) for w in words)
+             + sum(3 * 0.3 ** size(a) for a in anywhere))
+
+
+def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Condition, ...] | None:
+    """Conditions every text that ``pattern`` matches satisfies, best first; or None.
+
+    Each condition is ``(prefixes, anywhere, words)`` (see :data:`Condition`).
+    All of them hold for every match, so a text failing any one cannot
+    match and need not be searched. A condition with a string shorter than
+    ``min_length`` to be found anywhere in the text is dropped (it holds for
+    nearly every message). Patterns with inline flags for case or verbose
+    syntax, or that the ``re`` parser cannot read, get None (always searched).
     """
     try:
         parsed = P.parse(pattern)
     except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter
         return None
-    if parsed.state.flags & (C.SRE_FLAG_IGNORECASE | C.SRE_FLAG_VERBOSE):
+    flags = parsed.state.flags
+    if flags & (C.SRE_FLAG_IGNORECASE | C.SRE_FLAG_VERBOSE):
         return None
-    found = _required(list(parsed))
-    # a literal under three characters ("it", "is") is in nearly every
-    # message: checked one rule at a time, such a prefilter costs more than
-    # it saves (an index of literals can take shorter ones: ``min_length``)
-    if not found or any(len(s.strip()) < min_length for s in found):
+    _, conditions = _analyse(list(parsed), False, bool(flags & C.SRE_FLAG_MULTILINE))
+    kept = []
+    for condition in _usable(conditions, min_length):
+        if condition not in kept:
+            kept.append(condition)
+    if not kept:
         return None
-    return tuple(sorted(found))
+    return tuple(sorted(kept, key=_score, reverse=True))
 
 
 def first_ascii_chars(pattern: str) -> frozenset:
