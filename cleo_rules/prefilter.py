@@ -48,24 +48,28 @@ def _trie_pattern(literals) -> str:
     return emit(trie)
 
 
-def words_of(text: str) -> set:
-    """The whole words of ``text``: its maximal runs of word characters (``\\w+``)."""
-    return set(_RUN_ASCII.findall(text) if text.isascii() else _RUN.findall(text))
+def words_of(text: str) -> list:
+    """The whole words of ``text`` in order: its maximal runs of word characters (``\\w+``)."""
+    return _RUN_ASCII.findall(text) if text.isascii() else _RUN.findall(text)
 
 
-def words_of_tokens(tokens, text: str) -> set:
+def words_of_tokens(tokens, text: str) -> list:
     """:func:`words_of` from ``text``'s tokens (``\\w+(?:'\\w+)*``, every word character in one)."""
     if "'" not in text:
-        return set(tokens)
-    return {w for t in tokens for w in t.split("'")}
+        return tokens
+    return [w for t in tokens for w in t.split("'")]
 
 
 def holds(conditions, text: str, words=None) -> bool:
-    """Whether ``text`` meets every condition (the plain, slow reference)."""
+    """Whether ``text`` meets every condition (the plain, slow reference).
+
+    ``words``: the text's whole words in order (:func:`words_of`), when known.
+    """
     if words is None:
         words = words_of(text)
     return all(text.startswith(prefixes) or any(a in text for a in anywhere) or any(w in words for w in whole)
-               for prefixes, anywhere, whole in conditions)
+               or any(w in words[:n] for w, n in early)
+               for prefixes, anywhere, whole, early in conditions)
 
 
 def _merge(postings) -> tuple:
@@ -80,12 +84,12 @@ def _merge(postings) -> tuple:
 class LiteralIndex:
     """Candidate rules for a text, in rule order.
 
-    ``requirements[i]`` holds rule ``i``'s conditions, each a triple
-    ``(prefixes, anywhere, words)`` meaning "the text starts with one of
-    ``prefixes``, contains one of ``anywhere`` or has one of ``words`` as a
-    whole word"; all must hold. None (or no conditions) makes the rule a
-    candidate for every text. Immutable after construction; safe to share
-    between threads.
+    ``requirements[i]`` holds rule ``i``'s conditions (see
+    :data:`cleo_rules.pack.regexlint.Condition`): "the text starts with one
+    of these, contains one of those, has one of these whole words, or one of
+    those among its first few"; all must hold. None (or no conditions) makes
+    the rule a candidate for every text. Immutable after construction; safe
+    to share between threads.
 
     The scan looks for *keys*: the first ``key_length`` characters of each
     literal (a text holding a literal holds its key, so a found key may
@@ -96,14 +100,15 @@ class LiteralIndex:
     once; a rule is a candidate when each of its conditions is met.
     """
 
-    __slots__ = ("size", "_always", "_full", "_find", "_starts", "_implied", "_implied_prefix", "_words")
+    __slots__ = ("size", "_always", "_full", "_find", "_starts", "_implied", "_implied_prefix", "_words", "_early",
+                 "_early_depth")
 
-    def __init__(self, requirements: Sequence[Sequence[tuple] | None], *, key_length: int = 6,
-                 cheap_only: bool = False):
+    def __init__(self, requirements: Sequence[Sequence[tuple] | None], *, key_length: int = 6):
         self.size = len(requirements)
         always = []
         full: dict[int, int] = {}
         postings: tuple[dict, dict, dict] = ({}, {}, {})  # prefix keys, keys, words
+        early: dict[str, dict[tuple[int, int], int]] = {}  # word: {(rule, within): bits}
 
         def post(kind, key, rule, bit):
             entry = postings[kind].setdefault(key, {})
@@ -111,21 +116,20 @@ class LiteralIndex:
 
         for i, conds in enumerate(requirements):
             kept = [c for c in (conds or ()) if any(c) and not any("" in part for part in c)]
-            if cheap_only:
-                # whole words and prefixes are looked up without scanning the text
-                cheap = [c for c in kept if not c[1]]
-                kept = cheap or kept
             if not kept:
                 always.append(i)
                 continue
             full[i] = (1 << len(kept)) - 1
-            for bit, (prefixes, anywhere, words) in enumerate(kept):
+            for bit, (prefixes, anywhere, words, first) in enumerate(kept):
                 for lit in prefixes:
                     post(0, lit[:key_length], i, bit)
                 for lit in anywhere:
                     post(1, lit[:key_length], i, bit)
                 for word in words:
                     post(2, word, i, bit)
+                for word, within in first:
+                    entry = early.setdefault(word, {})
+                    entry[(i, within)] = entry.get((i, within), 0) | 1 << bit
         prefix, anywhere, words = postings
         # each scan reports the longest key at a position; the keys inside it are there too
         keys = sorted(anywhere)
@@ -133,6 +137,9 @@ class LiteralIndex:
         starts = sorted(prefix)
         self._implied_prefix = {k: _merge(prefix[j] for j in starts if k.startswith(j)) for k in starts}
         self._words = {w: tuple(rules.items()) for w, rules in words.items()}
+        self._early = {w: tuple((rule, within, bits) for (rule, within), bits in entry.items())
+                       for w, entry in early.items()}
+        self._early_depth = max((within for entry in early.values() for _, within in entry), default=0)
         self._find = re.compile(f"(?=({_trie_pattern(keys)}))").findall if keys else None
         self._starts = re.compile(_trie_pattern(starts)).match if starts else None
         self._always = tuple(always)
@@ -141,13 +148,15 @@ class LiteralIndex:
     def candidates(self, text: str, words=None) -> list[int]:
         """Indices of the rules that may match ``text``, ascending.
 
-        ``words``: the text's whole words (:func:`words_of`), when already known.
+        ``words``: the text's whole words in order (:func:`words_of`), when already known.
         """
+        if words is None:
+            words = words_of(text)
         marks: dict[int, int] = {}
         get = marks.get
         if self._find is not None:
             implied = self._implied
-            for key in set(self._find(text)):
+            for key in self._find(text):
                 for rule, bits in implied[key]:
                     marks[rule] = get(rule, 0) | bits
         if self._starts is not None:
@@ -157,13 +166,23 @@ class LiteralIndex:
                     marks[rule] = get(rule, 0) | bits
         if self._words:
             lookup = self._words.get
-            for word in (words_of(text) if words is None else words):
+            for word in words:
                 postings = lookup(word)
                 if postings is not None:
                     for rule, bits in postings:
                         marks[rule] = get(rule, 0) | bits
+        if self._early:
+            lookup = self._early.get
+            for position, word in enumerate(words[:self._early_depth]):
+                postings = lookup(word)
+                if postings is not None:
+                    for rule, within, bits in postings:
+                        if position < within:
+                            marks[rule] = get(rule, 0) | bits
         full = self._full
         out = [rule for rule, bits in marks.items() if bits == full[rule]]
-        out.extend(self._always)
-        out.sort()
+        if self._always:
+            out.extend(self._always)
+        if len(out) > 1:
+            out.sort()
         return out

@@ -271,19 +271,25 @@ def compile_pattern(pattern: str):
 # Prefilter: literal conditions every match of a pattern satisfies.
 # --------------------------------------------------------------------------
 
-#: A condition on the text, ``(prefixes, anywhere, words)``: the text starts
-#: with one of ``prefixes``, contains one of ``anywhere``, or has one of
-#: ``words`` as a whole word (a maximal run of word characters, ``\w+``).
-#: A pattern's requirements are conditions that all hold for every text it
-#: matches.
+#: A condition on the text, ``(prefixes, anywhere, words, early)``: the text
+#: starts with one of ``prefixes``, contains one of ``anywhere``, has one of
+#: ``words`` as a whole word (a maximal run of word characters, ``\w+``), or
+#: has, for one ``(word, n)`` of ``early``, that word among its first ``n``
+#: whole words. A pattern's requirements are conditions that all hold for
+#: every text it matches.
 Condition = tuple
 
 _MAX_SET = 64      # strings an exact set may hold before it is cut
 _MAX_CLASS = 8     # characters a class may hold to count as exact
-_MAX_CLAUSES = 4   # conditions kept for an alternation
+_MAX_CLAUSES = 6   # conditions kept for an alternation
 
 _AT_START = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
 _EMPTY = frozenset([""])
+_WORD_RUN = regex.compile(r"[A-Za-z0-9_]+")
+
+
+def _cond(prefixes=(), anywhere=(), words=(), early=()) -> Condition:
+    return (tuple(prefixes), tuple(anywhere), tuple(words), tuple(early))
 
 
 def _class_exact(av) -> frozenset | None:
@@ -297,6 +303,67 @@ def _class_exact(av) -> frozenset | None:
         else:
             return None
     return frozenset(chars) if 0 < len(chars) <= _MAX_CLASS else None
+
+
+def _leading_word(s: str, bounded_after: bool) -> str | None:
+    """The whole word ``s`` starts with, when it starts a word in the text."""
+    m = _WORD_RUN.match(s) if s.isascii() else None
+    if m is None or (m.end() == len(s) and not bounded_after):
+        return None
+    return m.group()
+
+
+def _words_unit(items) -> bool:
+    """Whether ``items`` match exactly one whole word and what follows it.
+
+    ``\\w+`` and then at least one non-word character (``\\w+,? ``): the word
+    cannot stop short, since a word character cannot follow it.
+    """
+    if not items or not _is_repeat(items[0][0]) or items[0][1][0] < 1:
+        return False
+    lo, hi, body = items[0][1]
+    if len(body) != 1 or not _only_word_chars(body[0]):
+        return False
+    required = False
+    for op, av in items[1:]:
+        if _is_repeat(op) and len(av[2]) == 1 and _no_word_chars(av[2][0]):
+            required = required or av[0] >= 1
+        elif _no_word_chars((op, av)):
+            required = True
+        else:
+            return False
+    return required
+
+
+def _only_word_chars(item) -> bool:
+    op, av = item
+    return (op is C.IN and av == [(C.CATEGORY, C.CATEGORY_WORD)]) or (op is C.CATEGORY and av is C.CATEGORY_WORD)
+
+
+def _no_word_chars(item) -> bool:
+    """A single character that is never a word character (``regex``'s ``\\w`` is wider than ASCII)."""
+    op, av = item
+    if op is C.LITERAL:
+        return chr(av).isascii() and not (chr(av).isalnum() or chr(av) == "_")
+    if op is C.IN:
+        return all(o is C.LITERAL and chr(a).isascii() and not (chr(a).isalnum() or chr(a) == "_") for o, a in av)
+    return False
+
+
+def _words_behind(av, multiline: bool) -> int | None:
+    """For a lookbehind of the start and whole words (``(?<=^(?:\\w+ ){1,3})``), how many at most."""
+    direction, body = av
+    if direction != -1 or multiline or len(body) != 2 or body[0] != (C.AT, C.AT_BEGINNING):
+        return None
+    op, rep = body[1]
+    if not _is_repeat(op) or rep[1] > _UNBOUNDED or not _words_unit(rep[2]):
+        return None
+    return rep[1]
+
+
+def _ends_non_word(strings) -> bool:
+    """Whether every one of ``strings`` ends in a character that is never a word character."""
+    return all(r and r[-1].isascii() and not (r[-1].isalnum() or r[-1] == "_") for r in strings)
 
 
 def _is_word(s: str) -> bool:
@@ -319,9 +386,6 @@ def _whole_words(s: str, bounded_before: bool, bounded_after: bool) -> list:
     return out
 
 
-_WORD_RUN = regex.compile(r"[A-Za-z0-9_]+")
-
-
 class _Seq:
     """Walks one sequence of parsed items (see :func:`_analyse`).
 
@@ -330,7 +394,9 @@ class _Seq:
     since what is consumed either side of them is adjacent in the text.
     """
 
-    def __init__(self, at_start: bool, bounded: bool):
+    def __init__(self, at_start: bool, bounded: bool, word_pos: int | None):
+        # the most whole words the text can hold before the run (None: unknown)
+        self.word_pos = 0 if at_start else word_pos
         self.consumed = False         # something before the run may have consumed text
         self.run = _EMPTY             # strings the current run of exact items spells
         self.run_at_start = at_start  # the run begins at text position 0
@@ -344,24 +410,31 @@ class _Seq:
             run = sorted(self.run)
             before = self.run_bounded or self.run_at_start
             if self.run_at_start:
-                self.conditions.append((tuple(run), (), ()))
+                self.conditions.append(_cond(prefixes=run))
             elif before and self.boundary_last:
                 # bounded by \b both sides: a string of word characters is a whole word
-                self.conditions.append(((), tuple(r for r in run if not _is_word(r)),
-                                        tuple(r for r in run if _is_word(r))))
+                self.conditions.append(_cond(anywhere=[r for r in run if not _is_word(r)],
+                                             words=[r for r in run if _is_word(r)]))
             else:
-                self.conditions.append(((), tuple(run), ()))
+                self.conditions.append(_cond(anywhere=run))
+            if self.word_pos and not self.run_at_start:
+                # the run starts a word, after at most word_pos whole words (at the
+                # start of the text, the prefix above says more)
+                first = [_leading_word(r, self.boundary_last) for r in run]
+                if all(first):
+                    self.conditions.append(_cond(early=sorted({(w, self.word_pos + 1) for w in first})))
             # the whole words inside the strings ("is" and "it" in "is it" before
             # \b): the first of one of them is in the text, and the last
             if not all(_is_word(r) for r in run):
                 whole = [_whole_words(r, before, self.boundary_last) for r in run]
                 if all(whole):
                     for pick in (0, -1):
-                        condition = ((), (), tuple(sorted({w[pick] for w in whole})))
+                        condition = _cond(words=sorted({w[pick] for w in whole}))
                         if condition not in self.conditions:
                             self.conditions.append(condition)
         if self.run != _EMPTY:
             self.consumed = True
+            self.word_pos = None
         self.run = _EMPTY
         self.run_at_start = self.run_bounded = self.boundary_last = False
 
@@ -369,22 +442,27 @@ class _Seq:
         if len(self.run) * len(strings) > _MAX_SET:
             # too many strings: the run is cut here; when every string so far
             # ends in a non-word character, the next run starts a word
-            after_space = all(r and not (r[-1].isalnum() or r[-1] == "_") for r in self.run)
+            after_space = _ends_non_word(self.run)
             self.close()
             self.run_bounded = after_space
             self.exact = False
         self.run = frozenset(a + b for a in self.run for b in strings)
         self.boundary_last = False
 
-    def opaque(self, conditions=()):
-        """An item that is not exact: the run ends, the item's own conditions hold."""
+    def opaque(self, conditions=(), words: int | None = None):
+        """An item that is not exact: the run ends, the item's own conditions hold.
+
+        ``words``: the item is whole words, at most that many (see :func:`_words_unit`).
+        """
         self.close()
         self.conditions.extend(conditions)
         self.consumed = True
         self.exact = False
+        self.word_pos = None if words is None or self.word_pos is None else self.word_pos + words
 
 
-def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bool = False):
+def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bool = False,
+             word_pos: int | None = None):
     """``(exact, conditions)`` for a sequence of parsed items.
 
     ``exact`` is the finite set of strings the sequence can consume (a
@@ -392,9 +470,10 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
     and finite; ``conditions`` are conditions every match of the sequence
     satisfies (see :data:`Condition`). ``at_start``: the sequence begins at
     the start of the text, so its first run of exact items is a prefix;
-    ``bounded``: a word boundary comes right before the sequence.
+    ``bounded``: a word boundary comes right before the sequence;
+    ``word_pos``: the sequence starts a word, after at most that many whole words.
     """
-    seq = _Seq(at_start, bounded)
+    seq = _Seq(at_start, bounded, word_pos)
     for op, av in items:
         if op is C.LITERAL:
             seq.extend(frozenset([chr(av)]))
@@ -402,6 +481,7 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
             if seq.run == _EMPTY:
                 if av in _AT_START and not multiline and not seq.consumed:
                     seq.run_at_start = True
+                    seq.word_pos = 0
                 if av is C.AT_BOUNDARY:
                     seq.run_bounded = True
             if av is C.AT_BOUNDARY and seq.run != _EMPTY:
@@ -410,6 +490,9 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
         elif op is C.ASSERT:
             # a lookaround that must succeed: what it needs is in the text too
             seq.conditions.extend(_analyse(av[1], False, multiline)[1])
+            behind = _words_behind(av, multiline)
+            if behind is not None and seq.run == _EMPTY:
+                seq.word_pos = behind
         elif op is C.ASSERT_NOT:
             continue
         elif op is C.IN:
@@ -421,19 +504,20 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
         elif op is C.SUBPATTERN or op is getattr(C, "ATOMIC_GROUP", None):
             here = seq.run == _EMPTY
             exact, conditions = _analyse(av[-1] if op is C.SUBPATTERN else av, here and seq.run_at_start,
-                                         multiline, here and seq.run_bounded)
+                                         multiline, here and seq.run_bounded, seq.word_pos if here else None)
             if exact is not None:
                 seq.extend(exact)
             else:
                 seq.opaque(conditions)
         elif op is C.BRANCH:
             here = seq.run == _EMPTY
-            alts = [_analyse(alt, here and seq.run_at_start, multiline, here and seq.run_bounded) for alt in av[1]]
+            alts = [_analyse(alt, here and seq.run_at_start, multiline, here and seq.run_bounded,
+                             seq.word_pos if here else None) for alt in av[1]]
             if all(exact is not None for exact, _ in alts):
                 union = frozenset().union(*(exact for exact, _ in alts))
                 # the alternatives may know more than their strings (whole words,
                 # lookarounds): that holds too, beside the run going on
-                if any(conditions != [((), tuple(sorted(exact)), ())] for exact, conditions in alts):
+                if any(conditions != [_cond(anywhere=sorted(exact))] for exact, conditions in alts):
                     seq.conditions.extend(_either([conditions for _, conditions in alts]))
                 seq.extend(union)
                 continue
@@ -446,7 +530,12 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
             elif exact is not None and (lo, hi) == (1, 1):
                 seq.extend(exact)
             else:
-                seq.opaque(conditions if lo >= 1 else ())
+                unit = _words_unit(body)
+                # a word ends each round with a non-word character: after one
+                # round at least, the next run starts a word
+                starts_word = unit and (lo >= 1 or (seq.run != _EMPTY and _ends_non_word(seq.run)))
+                seq.opaque(conditions if lo >= 1 else (), hi if unit and hi <= _UNBOUNDED else None)
+                seq.run_bounded = starts_word
         else:
             seq.opaque()
     exact = seq.run if seq.exact else None
@@ -455,32 +544,65 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
 
 
 def _union(conditions) -> Condition:
-    return tuple(tuple(sorted({s for c in conditions for s in c[k]})) for k in range(3))
+    early: dict[str, int] = {}
+    for c in conditions:
+        for word, n in c[3]:
+            early[word] = max(n, early.get(word, 0))
+    return _cond(*(sorted({s for c in conditions for s in c[k]}) for k in range(3)), early=sorted(early.items()))
 
 
 def _either(alternatives) -> list:
     """Conditions that hold whichever alternative matched.
 
     ``(A1 and A2) or (B1 and B2)`` implies ``(A1 or B1) and (A1 or B2) and
-    (A2 or B1) and (A2 or B2)``: each alternative's best two conditions are
-    crossed, and the most selective results kept.
+    (A2 or B1) and (A2 or B2)``: each alternative's best few conditions are
+    crossed, clauses another clause implies are dropped, and the most
+    selective of the rest kept.
     """
     if not alternatives or any(not conditions for conditions in alternatives):
         return []
-    picks = [sorted(_usable(conditions), key=_score, reverse=True)[:2] for conditions in alternatives]
+    picks = [_prune(_usable(conditions))[:3] for conditions in alternatives]
     if any(not p for p in picks):
         return []
     clauses = [()]
     for p in picks:
-        if len(clauses) * len(p) > 16:
-            p = p[:1]
+        while len(p) > 1 and len(clauses) * len(p) > 64:
+            p = p[:-1]
         clauses = [c + (x,) for c in clauses for x in p]
-    out = []
-    for clause in clauses:
-        cond = _union(clause)
-        if cond not in out:
-            out.append(cond)
-    return sorted(out, key=_score, reverse=True)[:_MAX_CLAUSES]
+    return _prune(_union(clause) for clause in clauses)[:_MAX_CLAUSES]
+
+
+def _implies(a, b) -> bool:
+    """Whether a text meeting condition ``a`` surely meets condition ``b``.
+
+    Each string ``a`` offers must imply one ``b`` offers: a prefix or word
+    holds every string inside it, an early word is a word, and so on.
+    """
+    offers = [(0, x) for x in a[0]] + [(1, x) for x in a[1]] + [(2, x) for x in a[2]] + [(3, x) for x in a[3]]
+    return bool(offers) and all(_offer_implies(kind, x, b) for kind, x in offers)
+
+
+def _offer_implies(kind: int, x, b) -> bool:
+    text = x[0] if kind == 3 else x
+    if any(q in text for q in b[1]):
+        return True  # whatever x is, the text contains it
+    if kind == 0:
+        return any(text.startswith(q) for q in b[0])
+    if kind in (2, 3):
+        if text in b[2]:
+            return True
+        if kind == 3:
+            return any(w == text and x[1] <= n for w, n in b[3])
+    return False
+
+
+def _prune(conditions) -> list:
+    """``conditions`` without those another one implies (they add nothing to the AND)."""
+    out: list = []
+    for c in sorted(set(conditions), key=_score, reverse=True):
+        if not any(_implies(kept, c) for kept in out):
+            out = [kept for kept in out if not _implies(c, kept)] + [c]
+    return sorted(out, key=_score, reverse=True)
 
 
 def _usable(conditions, min_length: int = 2) -> list:
@@ -498,19 +620,19 @@ def _score(condition) -> float:
     condition with more strings is met more often. Only the order matters:
     it decides which conditions of an alternation are kept.
     """
-    prefixes, anywhere, words = condition
+    prefixes, anywhere, words, early = condition
 
     def size(s):  # spacing and punctuation tell little
         return max(1, sum(c.isalnum() for c in s))
 
     return -(sum(0.3 ** size(p) for p in prefixes) + sum(2 * 0.3 ** size(w) for w in words)
-             + sum(3 * 0.3 ** size(a) for a in anywhere))
+             + sum(3 * 0.3 ** size(a) for a in anywhere) + sum(n * 0.5 * 0.3 ** size(w) for w, n in early))
 
 
 def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Condition, ...] | None:
     """Conditions every text that ``pattern`` matches satisfies, best first; or None.
 
-    Each condition is ``(prefixes, anywhere, words)`` (see :data:`Condition`).
+    Each condition is ``(prefixes, anywhere, words, early)`` (see :data:`Condition`).
     All of them hold for every match, so a text failing any one cannot
     match and need not be searched. A condition with a string shorter than
     ``min_length`` to be found anywhere in the text is dropped (it holds for
@@ -525,13 +647,8 @@ def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Conditio
     if flags & (C.SRE_FLAG_IGNORECASE | C.SRE_FLAG_VERBOSE):
         return None
     _, conditions = _analyse(list(parsed), False, bool(flags & C.SRE_FLAG_MULTILINE))
-    kept = []
-    for condition in _usable(conditions, min_length):
-        if condition not in kept:
-            kept.append(condition)
-    if not kept:
-        return None
-    return tuple(sorted(kept, key=_score, reverse=True))
+    kept = _prune(_usable(conditions, min_length))
+    return tuple(kept) if kept else None
 
 
 def first_ascii_chars(pattern: str) -> frozenset:
