@@ -131,7 +131,9 @@ def original_span(text: str, start: int, end: int, normalized: str | None = None
         return (0, 0)
     if text.isascii():
         if normalized is not None and len(normalized) == len(text):
-            return (start, end)  # ASCII normalising maps characters one to one, or drops white space
+            # normalising changed no position; a span starting at a space
+            # starts at the word after it, as the general map has it
+            return (start + 1 if normalized[start] == " " else start, end)
         return _ascii_span(text, start, end)
     _, starts, ends = normalize_map(text)
     if not starts or start >= end:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 
 import pytest
 
@@ -94,6 +96,11 @@ def test_decision_is_frozen_and_carries_the_pack_identity(pack):
         d.kind = "substantive"
     assert (d.pack, d.pack_version, d.pack_hash) == (pack.name, pack.version, pack.content_hash)
     assert d.to_dict()["span"] == list(d.span)
+    # the same value the dataclass constructor makes, and it behaves like one
+    twin = Decision(**{f.name: getattr(d, f.name) for f in dataclasses.fields(Decision)})
+    assert d == twin and hash(d) == hash(twin) and repr(d) == repr(twin)
+    assert pickle.loads(pickle.dumps(d)) == d and copy.copy(d) == d
+    assert dataclasses.replace(d, note="x").note == "x" and d.note is None
 
 
 def test_custom_combine_template(pack_copy):

@@ -54,3 +54,5 @@ def test_ascii_span_fast_path_matches_the_general_map(text, data):
     a = data.draw(st.integers(0, len(norm) - 1))
     b = data.draw(st.integers(a + 1, len(norm)))
     assert original_span(text, a, b) == (starts[a], ends[b - 1])
+    # given the normalised text, an ASCII text of the same length keeps its positions
+    assert original_span(text, a, b, norm) == (starts[a], ends[b - 1])
