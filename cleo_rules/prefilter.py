@@ -28,8 +28,14 @@ _RUN_ASCII = re.compile(r"\w+", re.ASCII)
 _RUN = regex.compile(r"\w+")  # the engine the rules run on: its \w and \b agree
 
 
-def _trie_pattern(literals) -> str:
-    """A regular expression matching any of ``literals``, longest first at each position."""
+def _trie_pattern(literals, block: int = 24) -> str:
+    """A regular expression matching any of ``literals``, longest first at each position.
+
+    The first characters are split into blocks, each behind a lookahead for
+    its characters: a position whose character starts no literal is turned
+    away by a few class tests rather than by trying every first character
+    (a pack with many scripts has hundreds).
+    """
     trie: dict = {}
     for lit in literals:
         node = trie
@@ -45,7 +51,15 @@ def _trie_pattern(literals) -> str:
         body = alts[0] if len(alts) == 1 and len(alts[0]) == 1 else "(?:" + "|".join(alts) + ")"
         return body + "?" if ends else body  # greedy: the longer literal is tried first
 
-    return emit(trie)
+    firsts = sorted(ch for ch in trie if ch)
+    if len(firsts) <= block:
+        return emit(trie)
+    blocks = []
+    for i in range(0, len(firsts), block):
+        chars = firsts[i:i + block]
+        cls = "".join(re.escape(ch) for ch in chars)
+        blocks.append(f"(?=[{cls}])" + emit({ch: trie[ch] for ch in chars}))
+    return "(?:" + "|".join(blocks) + ")"
 
 
 def words_of(text: str) -> list:

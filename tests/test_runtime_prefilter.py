@@ -48,6 +48,20 @@ def test_with_short_keys_no_rule_that_holds_is_missed(reqs, text, key_length):
     assert found == sorted(found)
 
 
+WIDE = "abcdefghijklmnopqrstuvwxyzαβγδεζηθικλμνξοπρστυφχψωабвгдежзийклмнопрстуфхцчшщ é'"
+wide_literal = st.text(alphabet=WIDE, min_size=1, max_size=4)
+wide_requirements = st.lists(st.lists(st.tuples(st.just(()), st.lists(wide_literal, min_size=1, max_size=8).map(tuple),
+                                                st.just(()), st.just(())), min_size=1, max_size=2),
+                             min_size=20, max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(wide_requirements, st.text(alphabet=WIDE, max_size=60))
+def test_many_first_characters_take_the_blocked_scan_to_the_same_answer(reqs, text):
+    """Over 24 first characters the scan is split into guarded blocks."""
+    assert LiteralIndex(reqs, key_length=100).candidates(text) == brute(reqs, text)
+
+
 def test_examples():
     index = LiteralIndex([
         (((), ("tried", "tested"), (), ()),),              # 0: contains one of them

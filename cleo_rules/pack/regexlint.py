@@ -566,7 +566,7 @@ def _either(alternatives) -> list:
         return []
     clauses = [()]
     for p in picks:
-        while len(p) > 1 and len(clauses) * len(p) > 64:
+        while len(p) > 1 and len(clauses) * len(p) > 24:
             p = p[:-1]
         clauses = [c + (x,) for c in clauses for x in p]
     return _prune(_union(clause) for clause in clauses)[:_MAX_CLAUSES]
@@ -578,21 +578,29 @@ def _implies(a, b) -> bool:
     Each string ``a`` offers must imply one ``b`` offers: a prefix or word
     holds every string inside it, an early word is a word, and so on.
     """
-    offers = [(0, x) for x in a[0]] + [(1, x) for x in a[1]] + [(2, x) for x in a[2]] + [(3, x) for x in a[3]]
-    return bool(offers) and all(_offer_implies(kind, x, b) for kind, x in offers)
+    if not any(a):
+        return False
+    b_prefixes, b_anywhere, b_words, b_early = b
+    early = dict(b_early)
+    for kind, part in enumerate(a):
+        for offer in part:
+            text = offer[0] if kind == 3 else offer
+            if b_anywhere and _contains_any(text, b_anywhere):
+                continue  # whatever the offer is, the text contains it
+            if kind == 0 and b_prefixes and text.startswith(b_prefixes):
+                continue
+            if kind >= 2 and text in b_words:
+                continue
+            if kind == 3 and early.get(text, 0) >= offer[1]:
+                continue
+            return False
+    return True
 
 
-def _offer_implies(kind: int, x, b) -> bool:
-    text = x[0] if kind == 3 else x
-    if any(q in text for q in b[1]):
-        return True  # whatever x is, the text contains it
-    if kind == 0:
-        return any(text.startswith(q) for q in b[0])
-    if kind in (2, 3):
-        if text in b[2]:
+def _contains_any(text: str, strings: tuple) -> bool:
+    for q in strings:
+        if q in text:
             return True
-        if kind == 3:
-            return any(w == text and x[1] <= n for w, n in b[3])
     return False
 
 
