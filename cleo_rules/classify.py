@@ -144,11 +144,13 @@ class Matcher:
     Built by :func:`cleo_rules.pack.compile.compile_pack`; holds only
     immutable state, so one instance serves any number of threads.
     Patterns are tried one by one in file order, but only those whose
-    required literals (strings one of which any match must contain) occur
-    in the message, found with one lookup in a :class:`LiteralIndex`: on
-    these packs that is faster than one large alternation, which the
-    ``regex`` engine cannot optimise across lookarounds, and its cost does
-    not grow with the pack.
+    requirements the message meets (strings, whole words, prefixes and
+    leading words that every match must have, read off each pattern by
+    :func:`cleo_rules.pack.regexlint.literal_requirements`), found with one
+    scan in a :class:`LiteralIndex`. On these packs that is faster than one
+    large alternation, which the ``regex`` engine cannot optimise across
+    lookarounds, and its cost grows far slower than the pack. Each search
+    that does run is a timed call, the dearest step of a classification.
     """
 
     def __init__(self, settings, vocab_sets, follow_ups, corrections, identity):
@@ -190,7 +192,7 @@ class Matcher:
         # the set reported for a vocabulary follow-up: most telling role first
         self._rank = tuple(ROLE_PRIORITY.index(s.role) if s.role in ROLE_PRIORITY else None
                            for s in self.vocab_sets)
-        # one lookup finds the rules whose literals are in a text, whatever the pack's size
+        # one scan finds the rules whose requirements a text meets
         self._patterns = self.corrections + self.follow_ups
         self._index = LiteralIndex([_prefilter(r) for r in self._patterns])
         # a conversation's earlier messages are classified again on every turn
@@ -278,8 +280,8 @@ class Matcher:
         """The first rule, in file order, that matches: ``(rule, match)`` or None.
 
         ``candidates`` are indices into corrections + follow-ups, ascending:
-        the rules whose prefilter literals are in ``text`` (any other cannot
-        match). ``accept(rule, match)`` may refuse a match; the search then
+        the rules whose prefilter requirements ``text`` meets (any other
+        cannot match). ``accept(rule, match)`` may refuse a match; the search then
         goes on with the next rule.
         """
         for index in candidates:
