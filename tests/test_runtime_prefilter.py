@@ -8,6 +8,7 @@ prefilter gives the same decisions as searching every rule.
 
 from __future__ import annotations
 
+import os
 import re
 
 import regex
@@ -128,7 +129,12 @@ PIECES = ["a", "b", "ab", "it", "the", "one", "'s", "s", " ", " ", ",", ".", "1"
 texts = st.lists(st.sampled_from(PIECES), max_size=14).map("".join)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+# more examples for a longer run: PREFILTER_EXAMPLES=20000 pytest tests/test_runtime_prefilter.py -k hold
+EXAMPLES = int(os.environ.get("PREFILTER_EXAMPLES", "500"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.data())
 def test_requirements_hold_for_every_text_the_pattern_matches(data):
     pattern = data.draw(patterns, label="pattern")
@@ -136,7 +142,7 @@ def test_requirements_hold_for_every_text_the_pattern_matches(data):
     assume(conditions is not None)
     text = data.draw(texts, label="text")
     try:
-        hit = regex.search(pattern, text, timeout=1.0)
+        hit = regex.compile(pattern, cache_pattern=False).search(text, timeout=1.0)
     except TimeoutError:
         return
     if hit:
@@ -221,5 +227,5 @@ def test_requirements_hold_after_leading_words_and_lookbehinds(lo, extra, tail, 
     hi = lo + extra
     for pattern in (rf"(?<=^(?:\w+[,.!]? ){{{lo},{hi}}}){tail}", rf"^(?:\w+[,.!]? ){{{lo},{hi}}}{tail}"):
         conditions = literal_requirements(pattern, min_length=1)
-        if conditions is not None and regex.search(pattern, text):
+        if conditions is not None and regex.compile(pattern, cache_pattern=False).search(text):
             assert holds(conditions, text), (pattern, conditions, text)
