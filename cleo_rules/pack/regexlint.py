@@ -344,9 +344,9 @@ def _no_word_chars(item) -> bool:
     """A single character that is never a word character (``regex``'s ``\\w`` is wider than ASCII)."""
     op, av = item
     if op is C.LITERAL:
-        return chr(av).isascii() and not (chr(av).isalnum() or chr(av) == "_")
+        return _never_word(chr(av))
     if op is C.IN:
-        return all(o is C.LITERAL and chr(a).isascii() and not (chr(a).isalnum() or chr(a) == "_") for o, a in av)
+        return all(o is C.LITERAL and _never_word(chr(a)) for o, a in av)
     return False
 
 
@@ -363,7 +363,12 @@ def _words_behind(av, multiline: bool) -> int | None:
 
 def _ends_non_word(strings) -> bool:
     """Whether every one of ``strings`` ends in a character that is never a word character."""
-    return all(r and r[-1].isascii() and not (r[-1].isalnum() or r[-1] == "_") for r in strings)
+    return all(r and _never_word(r[-1]) for r in strings)
+
+
+def _never_word(c: str) -> bool:
+    """Whether ``c`` is a word character to no engine (ASCII and not ``[A-Za-z0-9_]``)."""
+    return c.isascii() and not (c.isalnum() or c == "_")
 
 
 def _is_word(s: str) -> bool:
