@@ -88,14 +88,14 @@ class IndexSet:
         self.M = M
         self.ef_construction = ef_construction
         self.ef_search = ef_search
-        self._indexes: dict[Source, VectorIndex | None] = {s: None for s in Source}
+        self._indexes: dict[str, VectorIndex | None] = {s: None for s in Source}
         self.generations: dict[Source, int] = {s: 0 for s in Source}
         self._model: tuple[str | None, int | None] | None = None
         self._batch_depth = 0
         self._last_save = time.monotonic()
 
     def __getitem__(self, source: str) -> VectorIndex | None:
-        return self._indexes[Source(source)]
+        return self._indexes[source]  # a Source, or its value: both hash alike
 
     # -- meta ---------------------------------------------------------------
 
@@ -397,7 +397,8 @@ class IndexSet:
     def save(self) -> None:
         """Write every index that changed since it was last saved (see :meth:`MemoryStore.save`)."""
         self.refresh()  # include what other processes wrote, so the saved index is current
-        for source, index in self._indexes.items():
+        for source in Source:
+            index = self._indexes[source]
             if index is not None and index.dirty:
                 self._try_save(source)
         self._last_save = time.monotonic()

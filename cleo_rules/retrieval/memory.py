@@ -98,7 +98,7 @@ class SearchResponse:
         }
 
 
-_NAMES = frozenset(s.value for s in Source)
+_BY_VALUE = {s.value: s for s in Source}
 
 
 def check_sources(sources: str | Iterable[str]) -> tuple[Source, ...]:
@@ -109,9 +109,9 @@ def check_sources(sources: str | Iterable[str]) -> tuple[Source, ...]:
     if isinstance(sources, str):
         sources = (sources,)
     names = tuple(dict.fromkeys(sources))
-    if not names or not all(s in _NAMES for s in names):
+    if not names or not all(s in _BY_VALUE for s in names):
         raise ValueError(f"sources must be among {', '.join(Source)}; got {list(names)!r}")
-    return tuple(Source(s) for s in names)
+    return tuple(_BY_VALUE[s] for s in names)
 
 
 def check_k(k) -> int:

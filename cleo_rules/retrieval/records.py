@@ -23,6 +23,8 @@ from .schema import Source
 RecordProblem = tuple[str, str, str]
 """``(code, JSON pointer, message)``: one thing wrong with a record."""
 
+_SOURCES = {s.value: s for s in Source}
+
 
 def check_date(value) -> str | None:
     """An error message, or None when ``value`` is an ISO 8601 date or date-time."""
@@ -66,7 +68,7 @@ def validate_record(obj) -> list[RecordProblem]:
     if not isinstance(obj, dict):
         return [("E312", "", f"a line must hold a JSON object, not {type(obj).__name__}")]
     kind = obj.get("type")
-    if not isinstance(kind, str) or kind not in {s.value for s in Source}:
+    if not isinstance(kind, str) or kind not in _SOURCES:
         if "type" not in obj:
             return [("E313", "/type", 'missing field "type" ("conversation" or "document")')]
         return [("E316", "/type", f'"type" must be "conversation" or "document", not {kind!r}')]
@@ -170,7 +172,7 @@ def prepare(record: dict, chunk_size: int, chunk_overlap: int) -> PreparedItem:
     Ids, titles, dates, roles and message texts are stripped; a document's
     text is kept as given, so passage spans index into it.
     """
-    source = Source(record["type"])
+    source = _SOURCES[record["type"]]
     title, date = record["title"].strip(), record["date"].strip()
     if source is Source.CONVERSATION:
         messages = tuple((m["role"].strip(), m["text"].strip()) for m in record["messages"])

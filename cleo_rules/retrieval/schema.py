@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
+from operator import attrgetter
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -70,14 +72,19 @@ class SourceTable:
         """One piece, in words: ``"snippet"`` or ``"passage"``."""
         return self.pieces[:-1]
 
+    @cached_property
+    def parent_values(self) -> attrgetter:
+        """``parent_values(item)``: an item's values for ``parent_columns`` (two or more: a tuple)."""
+        return attrgetter(*self.parent_columns)
+
     def item_id(self, parent_id: str, position: int) -> str:
         return f"{parent_id}#{self.mark}{position}"
 
-    @property
+    @cached_property
     def insert_messages_sql(self) -> str:
         return f"INSERT INTO {self.messages} ({self.fk}, position, role, text) VALUES (?, ?, ?, ?)"
 
-    @property
+    @cached_property
     def upsert_parent_sql(self) -> str:
         columns = ("id", *self.parent_columns, "content_hash", "ingested_at")
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns[1:])
@@ -86,7 +93,7 @@ class SourceTable:
             f"ON CONFLICT(id) DO UPDATE SET {updates}"
         )
 
-    @property
+    @cached_property
     def insert_piece_sql(self) -> str:
         columns = ("item", self.fk, "position", *self.bounds, "text", "embedding")
         return f"INSERT INTO {self.pieces} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"

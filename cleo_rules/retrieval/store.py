@@ -316,8 +316,7 @@ class MemoryStore:
             if new.pop(label, None) is None:
                 dead.add(label)
         conn.execute(f"DELETE FROM {table.pieces} WHERE {table.fk} = ?", (item.id,))
-        values = tuple(getattr(item, column) for column in table.parent_columns)
-        conn.execute(table.upsert_parent_sql, (item.id, *values, item.content_hash, stamp))
+        conn.execute(table.upsert_parent_sql, (item.id, *table.parent_values(item), item.content_hash, stamp))
         if table.messages:  # a conversation: its messages, replaced whole
             conn.execute(f"DELETE FROM {table.messages} WHERE {table.fk} = ?", (item.id,))
             conn.executemany(table.insert_messages_sql,
@@ -510,30 +509,30 @@ class MemoryStore:
         if dim is not None and n and vectors.shape[1] != dim:
             raise StoreError(f"query vectors have {vectors.shape[1]} dimensions; the store's have {dim}")
         fetch = k + max(5, k // 4)  # a little extra, in case some labels left SQLite meanwhile
-        hits: dict[Source, tuple[np.ndarray, np.ndarray]] = {}
+        hits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for source in sources:
             index = self.indexes[source]
             if index is not None and len(index) and n:
-                hits[source] = index.query(vectors, fetch)
+                hits[source.value] = index.query(vectors, fetch)
         searched = time.perf_counter()
-        wanted = {s: sorted({int(x) for x in hits[s][0].ravel()}) if s in hits else [] for s in Source}
+        wanted = [sorted({int(x) for x in hits[name][0].ravel()}) if name in hits else [] for name in _ORDER]
         rows = {}
-        if any(wanted.values()):
-            for source, label, item, pid, title, date, text in self._db.conn.execute(
-                METADATA_BY_LABEL, tuple(json.dumps(wanted[s]) for s in Source)
+        if any(wanted):
+            for name, label, item, pid, title, date, text in self._db.conn.execute(
+                METADATA_BY_LABEL, [json.dumps(labels) for labels in wanted]
             ):
-                rows[(source, label)] = (item, pid, title, date, text)
+                rows[(name, label)] = (item, pid, title, date, text)
         fetched = time.perf_counter()
-        order = {s: i for i, s in enumerate(Source)}
+        names = _names(sources)
         responses = []
         for q in range(n):
             found = []
-            for source, (labels, scores) in hits.items():
+            for name, (labels, scores) in hits.items():
                 for label, score in zip(labels[q].tolist(), scores[q].tolist()):
-                    meta = rows.get((source.value, label))
+                    meta = rows.get((name, label))
                     if meta is None or score < floor:
                         continue
-                    found.append((-score, order[source], label, source.value, meta, score))
+                    found.append((-score, _ORDER[name], label, name, meta, score))
             found.sort(key=lambda t: t[:3])
             results = tuple(
                 Result(name, meta[1], meta[0], meta[2], meta[3], meta[4], float(score))
@@ -541,7 +540,7 @@ class MemoryStore:
             )
             responses.append(
                 SearchResponse(
-                    queries[q] if queries else None, k, _names(sources), results,
+                    queries[q] if queries else None, k, names, results,
                     {"embed": 0.0, "search": searched - start, "metadata": fetched - searched,
                      "total": fetched - start},
                 )
@@ -574,6 +573,10 @@ class MemoryStore:
             "db_bytes": db_bytes,
             "indexes": indexes,
         }
+
+
+_ORDER = {source.value: n for n, source in enumerate(TABLES)}
+"""Each source's place: the parameter order of the metadata statement, and how ties in score are broken."""
 
 
 def _names(sources: Iterable[Source]) -> tuple[str, ...]:
