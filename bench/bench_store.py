@@ -168,7 +168,7 @@ def bench_size(n: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
             exact_times.append(time.perf_counter() - t)
             exact_top.append({item_of[int(labels[i])] for i in top})
 
-        index = store._indexes["document"]
+        index = store.indexes["document"]
         for q in queries[:20]:  # warm up
             index.query(q, 10)
         hnsw_times = []

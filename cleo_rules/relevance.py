@@ -5,8 +5,10 @@ Two steps, with a person (or any judge) in between:
 1. :func:`sample_pairs` draws a reproducible sample of *(searched query,
    recalled item)* pairs from the traces. A pair is always the query that was
    actually searched, as recorded in the trace, against one recalled snippet
-   or passage. The raw message is deliberately left out of the sample, so a
-   judge cannot score the wrong pair.
+   or passage, whose current text the memory gives
+   (:meth:`~cleo_rules.retrieval.memory.Memory.get`). The raw message is
+   deliberately left out of the sample, so a judge cannot score the wrong
+   pair.
 2. :func:`score_judgments` reads the judged file (each line the sampled pair
    with ``"relevant": true`` or ``false``) and reports the irrelevant share
    for snippets and for passages, overall and by kind, with counts. Each
@@ -27,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .retrieval.memory import Memory
+from .retrieval.schema import TABLES, Source
 from .trace import read_traces
 
 KINDS = ("substantive", "follow_up", "correction")
-SOURCE_LABELS = {"conversation": "snippets", "document": "passages"}
 
 
 def pair_id(trace_id: int, rank: int) -> str:
@@ -61,48 +64,27 @@ def traced_pairs(db, *, since: str | None = None) -> list[dict]:
     return pairs
 
 
-_ITEM_SQL = """
-SELECT 'conversation', s.item, c.title, c.date, s.text
-  FROM snippets AS s JOIN conversations AS c ON c.id = s.conversation_id
- WHERE s.item IN (SELECT value FROM json_each(?1))
-UNION ALL
-SELECT 'document', p.item, d.title, d.date, p.text
-  FROM passages AS p JOIN documents AS d ON d.id = p.document_id
- WHERE p.item IN (SELECT value FROM json_each(?2))
-"""
-
-
-def _item_texts(db, pairs: list[dict]) -> dict:
-    """``{(source, item): (title, date, text)}`` for the sampled items, in one query.
-
-    Items deleted from the store since their turn are simply missing.
-    """
-    wanted = {"conversation": [], "document": []}
-    for p in pairs:
-        if p["source"] in wanted:
-            wanted[p["source"]].append(p["item"])
-    if not pairs or not {"snippets", "passages"} <= set(db.table_names()):
-        return {}
-    rows = db.conn.execute(_ITEM_SQL, (json.dumps(wanted["conversation"]), json.dumps(wanted["document"])))
-    return {(source, item): (title, date, text) for source, item, title, date, text in rows}
-
-
-def sample_pairs(db, n: int, *, since: str | None = None, seed: int = 0) -> list[dict]:
+def sample_pairs(memory: Memory, n: int, *, since: str | None = None, seed: int = 0) -> list[dict]:
     """Draw up to ``n`` traced pairs, reproducibly, for judging.
 
-    ``db`` is the memory store's database. Each pair carries the item's
-    current ``title``, ``date`` and ``text`` (``null`` if it has been deleted
-    since) and ``"relevant": null`` for the judge to fill in.
+    ``memory`` is the memory store the turns were traced in. Each pair
+    carries the item's current ``title``, ``date`` and ``text`` (``null`` if
+    it has been deleted since), all fetched at once, and ``"relevant": null``
+    for the judge to fill in.
     """
     if n < 1:
         raise UsageError(f"--n must be at least 1, not {n}")
-    pairs = traced_pairs(db, since=since)
+    pairs = traced_pairs(memory.db, since=since)
     rng = random.Random(seed)
     chosen = rng.sample(pairs, min(n, len(pairs)))
     chosen.sort(key=lambda p: (p["trace_id"], p["rank"]))
-    texts = _item_texts(db, chosen)
+    items = memory.get(p["item"] for p in chosen)
     for p in chosen:
-        p["title"], p["date"], p["text"] = texts.get((p["source"], p["item"]), (None, None, None))
+        item = items.get(p["item"])
+        if item is not None and item.source == p["source"]:
+            p["title"], p["date"], p["text"] = item.title, item.date, item.text
+        else:
+            p["title"], p["date"], p["text"] = None, None, None
         p["relevant"] = None
     return chosen
 
@@ -146,9 +128,9 @@ class RelevanceReport:
     def to_dict(self) -> dict:
         return {
             kind: {
-                SOURCE_LABELS[src]: {"judged": c.judged, "irrelevant": c.irrelevant, "share": c.share}
-                for src in SOURCE_LABELS
-                for c in [self.cell(kind, src)]
+                table.pieces: {"judged": c.judged, "irrelevant": c.irrelevant, "share": c.share}
+                for source, table in TABLES.items()
+                for c in [self.cell(kind, source.value)]
             }
             for kind in self.rows()
         }
@@ -156,8 +138,7 @@ class RelevanceReport:
     def format(self) -> str:
         """A plain-text table: one row per kind, snippets and passages as columns."""
         head = ("kind", "snippets irrelevant", "passages irrelevant")
-        body = [(kind, self.cell(kind, "conversation").format(), self.cell(kind, "document").format())
-                for kind in self.rows()]
+        body = [(kind, *(self.cell(kind, source.value).format() for source in Source)) for kind in self.rows()]
         widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
         lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
                  for r in [head, *body]]

@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .context import build_context
+from .retrieval.memory import Memory, check_k, check_sources
+from .retrieval.schema import Source
 from .trace import Tracer, now_iso
 
 DEFAULT_K = 5
-SOURCES = ("conversation", "document")
-STAGES = ("classify", "embed", "search", "metadata", "context", "trace")
 
 
 @dataclass(frozen=True)
@@ -86,25 +86,25 @@ class Turn:
 class Recall:
     """Runs turns against one rule pack and one memory store.
 
-    ``store`` is an open :class:`~cleo_rules.retrieval.MemoryStore`; ``pack``
-    a compiled :class:`~cleo_rules.pack.compile.Pack` (the bundled default
-    when ``None``). ``k`` results are asked for per search, from ``sources``,
-    with the store's score floor unless ``floor`` is given. ``trace=False``
-    writes no traces.
+    ``store`` is an open memory (a :class:`~cleo_rules.retrieval.MemoryStore`,
+    or anything else implementing :class:`~cleo_rules.retrieval.memory.Memory`);
+    ``pack`` a compiled :class:`~cleo_rules.pack.compile.Pack` (the bundled
+    default when ``None``). ``k`` results are asked for per search, from
+    ``sources``, with the store's score floor unless ``floor`` is given.
+    ``trace=False`` writes no traces. As in the store, a ``k`` that is not an
+    integer is a ``TypeError``; ``k < 1`` or an unknown source a ``ValueError``.
     """
 
-    def __init__(self, store, pack=None, *, k: int = DEFAULT_K, sources: Sequence[str] = SOURCES,
+    def __init__(self, store: Memory, pack=None, *, k: int = DEFAULT_K, sources: str | Sequence[str] = tuple(Source),
                  floor: float | None = None, trace: bool = True):
+        self.k = check_k(k)
+        self.sources = tuple(s.value for s in check_sources(sources))
         if pack is None:
             from . import load_pack
 
             pack = load_pack()
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
         self.store = store
         self.pack = pack
-        self.k = int(k)
-        self.sources = tuple(sources)
         self.floor = floor
         self.tracer = Tracer(getattr(store, "db", None), enabled=trace)
 

@@ -28,7 +28,7 @@ def run(capsys, *args, stdin=None, monkeypatch=None):
 
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory, embedder):
-    """The sample memory ingested through the CLI (shared with test_store.py, which reuses it)."""
+    """The sample memory ingested through the CLI (shared with test_retrieval_store.py, which reuses it)."""
     embedder.dim  # the CLI's own Embedder shares these loaded weights
     path = tmp_path_factory.getbasetemp() / "shared-sample-store"
     if not (path / "complete").exists():

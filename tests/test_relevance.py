@@ -6,10 +6,10 @@ import io
 import json
 
 import pytest
-import sqlite_utils
 
 from cleo_rules.errors import UsageError
 from cleo_rules.relevance import sample_pairs, score_judgments, traced_pairs
+from cleo_rules.retrieval import MemoryStore
 from cleo_rules.trace import Tracer
 
 from test_context import R
@@ -23,10 +23,10 @@ def result(source, n, score=0.5):
 
 
 @pytest.fixture
-def db():
-    """Traces of six turns: follow-ups, a substantive, a correction, a skip."""
-    db = sqlite_utils.Database(memory=True)
-    tracer = Tracer(db)
+def memory(tmp_path, toy_embedder):
+    """A memory with no items and the traces of six turns: follow-ups, a substantive, a correction, a skip."""
+    store = MemoryStore.open(tmp_path / "memory", embedder=toy_embedder)
+    tracer = Tracer(store.db)
     turns = [
         ("2024-05-30T10:00:00+00:00", decision(kind="substantive", query="kiln quotes", message="kiln quotes"),
          [result("conversation", 1), result("document", 2)]),
@@ -41,7 +41,13 @@ def db():
     ]
     for time, d, results in turns:
         tracer.record(time=time, decision=d, results=results, timings={}, k=5)
-    return db
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def db(memory):
+    return memory.db
 
 
 def test_pairs_are_the_searched_query_against_each_item(db):
@@ -52,33 +58,50 @@ def test_pairs_are_the_searched_query_against_each_item(db):
     assert all("message" not in p for p in pairs)
 
 
-def test_sample_is_reproducible_and_respects_n_and_since(db):
-    a = sample_pairs(db, 4, seed=7)
-    b = sample_pairs(db, 4, seed=7)
+def test_sample_is_reproducible_and_respects_n_and_since(memory):
+    a = sample_pairs(memory, 4, seed=7)
+    b = sample_pairs(memory, 4, seed=7)
     assert a == b and len(a) == 4
     assert [p["pair"] for p in a] == sorted((p["pair"] for p in a), key=lambda s: tuple(map(int, s.split(":"))))
     assert all(p["relevant"] is None for p in a)
-    assert len(sample_pairs(db, 100)) == 8
-    since = sample_pairs(db, 100, since="2024-06-02")
+    assert len(sample_pairs(memory, 100)) == 8
+    since = sample_pairs(memory, 100, since="2024-06-02")
     assert {p["trace_id"] for p in since} == {4, 5}
-    assert len({frozenset(p["pair"] for p in sample_pairs(db, 3, seed=s)) for s in range(10)}) > 1
+    assert len({frozenset(p["pair"] for p in sample_pairs(memory, 3, seed=s)) for s in range(10)}) > 1
 
 
-def test_sample_never_draws_from_skipped_turns(db):
-    assert all(p["kind"] != "skip" and p["query"] for p in sample_pairs(db, 100))
+def test_sample_never_draws_from_skipped_turns(memory):
+    assert all(p["kind"] != "skip" and p["query"] for p in sample_pairs(memory, 100))
 
 
-def test_sample_n_must_be_positive(db):
+def test_sample_n_must_be_positive(memory):
     with pytest.raises(UsageError):
-        sample_pairs(db, 0)
+        sample_pairs(memory, 0)
+
+
+def test_sample_carries_the_current_text_of_each_item_fetched_at_once(memory):
+    memory.add_conversation("c3", "Kiln quotes", "2024-05-01", [{"role": "user", "text": "Two kiln quotes came in."}])
+    memory.add_document("d5", "Kiln manual", "2024-04-01", "Fire the kiln slowly.")
+    memory.add_document("d7", "Old note", "2024-04-02", "Soon deleted.")
+    memory.delete_document("d7")
+    statements = []
+    memory.db.conn.set_trace_callback(statements.append)
+    try:
+        pairs = {p["item"]: p for p in sample_pairs(memory, 100)}
+    finally:
+        memory.db.conn.set_trace_callback(None)
+    assert len([s for s in statements if "title" in s]) == 1
+    assert (pairs["c3#s0"]["title"], pairs["c3#s0"]["text"]) == ("Kiln quotes", "user: Two kiln quotes came in.")
+    assert (pairs["d5#p0"]["title"], pairs["d5#p0"]["date"]) == ("Kiln manual", "2024-04-01")
+    assert pairs["d7#p0"]["text"] is None and pairs["c1#s0"]["title"] is None  # deleted, never stored
 
 
 def judge(pairs, irrelevant):
     return [{"pair": p["pair"], "relevant": p["pair"] not in irrelevant} for p in pairs]
 
 
-def test_score_by_source_and_kind(db):
-    pairs = sample_pairs(db, 100)
+def test_score_by_source_and_kind(memory, db):
+    pairs = sample_pairs(memory, 100)
     report = score_judgments(db, judge(pairs, {"2:1", "2:3", "4:1", "5:1"}))
     d = report.to_dict()
     assert d["all"]["snippets"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
@@ -92,9 +115,9 @@ def test_score_by_source_and_kind(db):
     assert "50.0% (2/4)" in text and "100.0% (2/2)" in text
 
 
-def test_kind_and_source_come_from_the_traces_not_the_file(db, tmp_path):
+def test_kind_and_source_come_from_the_traces_not_the_file(memory, db, tmp_path):
     path = tmp_path / "j.jsonl"
-    lines = [{**p, "kind": "substantive", "source": "document", "relevant": False} for p in sample_pairs(db, 100)]
+    lines = [{**p, "kind": "substantive", "source": "document", "relevant": False} for p in sample_pairs(memory, 100)]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     d = score_judgments(db, path).to_dict()
     assert d["follow_up"]["snippets"]["judged"] == 2

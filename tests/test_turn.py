@@ -209,12 +209,30 @@ def test_k_must_be_positive(store, default_pack):
         Recall(store, default_pack, k=0)
 
 
+@pytest.mark.parametrize("kwargs,error", [
+    ({"k": 0}, ValueError), ({"k": 2.5}, TypeError), ({"k": True}, TypeError),
+    ({"sources": ("emails",)}, ValueError), ({"sources": ()}, ValueError),
+])
+def test_recall_and_the_store_refuse_the_same_arguments_alike(store, default_pack, kwargs, error):
+    with pytest.raises(error) as by_recall:
+        Recall(store, default_pack, **kwargs)
+    with pytest.raises(error) as by_store:
+        store.search("boiler engineer", **kwargs)
+    assert str(by_recall.value) == str(by_store.value)
+
+
+def test_recall_sources(store, default_pack):
+    recall = Recall(store, default_pack, k=3, sources="document")
+    assert recall.sources == ("document",)
+    assert {r.source for r in recall.turn("Which engineer fixed the office boiler?").results} == {"document"}
+
+
 def test_relevance_sample_pairs_the_searched_query_with_the_recalled_text(store, default_pack):
     from cleo_rules.relevance import sample_pairs
 
     recall = Recall(store, default_pack, k=2)
     t = recall.turn("Go with the second one.", history=["Compare the two van insurance quotes"])
-    pairs = [p for p in sample_pairs(store.db, 1000) if p["trace_id"] == t.trace_id]
+    pairs = [p for p in sample_pairs(store, 1000) if p["trace_id"] == t.trace_id]
     assert [p["item"] for p in pairs] == [r.item for r in t.results]
     for p, r in zip(pairs, t.results):
         assert p["query"] == t.query != t.decision.message

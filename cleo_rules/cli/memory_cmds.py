@@ -14,8 +14,7 @@ from contextlib import contextmanager
 import click
 
 from ..errors import UsageError
-
-SOURCE_CHOICES = ("conversation", "document")
+from ..retrieval.schema import Source
 
 
 def _db_option(f):
@@ -46,7 +45,10 @@ def _open(db, **kwargs):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StoreWarning)
-        store = MemoryStore.open(db, **kwargs)
+        try:
+            store = MemoryStore.open(db, **kwargs)
+        except (TypeError, ValueError) as exc:  # impossible chunk settings
+            raise UsageError(str(exc)) from None
         try:
             yield store
         finally:
@@ -142,7 +144,7 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, prog
 @click.argument("query")
 @click.option("--k", "k", default=5, show_default=True, type=click.IntRange(1, 1000), help="How many results.")
 @click.option(
-    "--source", "sources", multiple=True, type=click.Choice(SOURCE_CHOICES),
+    "--source", "sources", multiple=True, type=click.Choice([s.value for s in Source]),
     help="Search only conversation snippets or document passages (repeatable; default both).",
 )
 @click.option("--floor", type=float, default=None, help="Drop results scoring below this cosine similarity (default 0).")
@@ -156,7 +158,10 @@ def search(db, query, k, sources, floor, as_json, model_path):
       cleo-rules memory search --db mem/ "which van insurance did we pick?" --k 3 --json
     """
     with _open(db, model_path=model_path) as store:
-        response = store.search(query, k=k, sources=sources or SOURCE_CHOICES, floor=floor)
+        try:
+            response = store.search(query, k=k, sources=sources or tuple(Source), floor=floor)
+        except (TypeError, ValueError) as exc:  # an empty query
+            raise UsageError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(response.to_dict(), indent=2, ensure_ascii=False))
         return

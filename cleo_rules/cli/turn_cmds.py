@@ -295,7 +295,7 @@ def relevance_sample(db, n, since, seed, out):
     from ..relevance import sample_pairs
 
     store = _open_store(db)
-    pairs = sample_pairs(store.db, n, since=_since(since), seed=seed)
+    pairs = sample_pairs(store, n, since=_since(since), seed=seed)
     text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     if out == "-":
         click.echo(text, nl=False)

@@ -10,8 +10,25 @@ this package does not load torch).
     >>> with MemoryStore.open("memory/") as store:                  # doctest: +SKIP
     ...     store.add_document("d1", "Price list 2024", "2024-01-02", "Call-out fee ...")
     ...     hits = store.search("how much is a call-out?", k=3).results
+
+The modules, each with one job:
+
+``schema``   the SQLite tables, one description per :class:`Source`, the shared SQL
+``records``  checking a record and preparing it for writing (:class:`~.records.PreparedItem`)
+``chunk``    cutting conversations into snippets and documents into passages
+``ingest``   reading JSON Lines in batches (:class:`IngestReport`)
+``index``    one hnswlib index file, verified by its sidecar before it is loaded
+``indexes``  the store's indexes kept in line with SQLite (:class:`~.indexes.IndexSet`)
+``embed``    the sentence-transformers model
+``memory``   the :class:`Memory` protocol and the values it returns
+``store``    :class:`MemoryStore`, the façade over all of the above
 """
 
-from .store import IngestReport, MemoryStore, Result, SearchResponse, StoreWarning, validate_record
+from .ingest import IngestReport
+from .memory import Item, Memory, Result, SearchResponse
+from .records import validate_record
+from .schema import Source
+from .store import MemoryStore, StoreWarning
 
-__all__ = ["MemoryStore", "Result", "SearchResponse", "IngestReport", "StoreWarning", "validate_record"]
+__all__ = ["MemoryStore", "Memory", "Source", "Result", "Item", "SearchResponse", "IngestReport", "StoreWarning",
+           "validate_record"]

@@ -17,7 +17,7 @@ says what the file must be and the file matches, byte for byte:
   swapped between the check and the load.
 
 Anything that does not match raises :class:`IndexInvalid`; the caller
-(:class:`~cleo_rules.retrieval.store.MemoryStore`) rebuilds from the vectors
+(:class:`~cleo_rules.retrieval.indexes.IndexSet`) rebuilds from the vectors
 kept in SQLite. Labels are the SQLite row ids of the snippets or passages.
 """
 

@@ -1,4 +1,4 @@
-"""MemoryStore with the real model: ingest, search, delete, re-ingest, and SQL per search."""
+"""MemoryStore, the façade: ingest, search, get, delete, re-ingest, rebuild, and SQL per search."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import cleo_rules.retrieval.index as index_mod
-from cleo_rules.errors import IngestError, StoreError, UsageError
+from cleo_rules.errors import IngestError, StoreError
 from cleo_rules.resources import data_dir
-from cleo_rules.retrieval import MemoryStore, Result, SearchResponse, StoreWarning
+from cleo_rules.retrieval import Item, MemoryStore, Result, SearchResponse, StoreWarning
 
 SAMPLE = data_dir() / "sample_memory.jsonl"
 RECORDS = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -179,15 +179,21 @@ def test_search_vectors_matches_search(store, embedder):
     assert single.timings["embed"] == 0.0
     with pytest.raises(StoreError, match="dimensions"):
         store.search_vectors(np.ones(10, dtype=np.float32), k=3)
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         store.search_vectors(np.ones((2, 2, 384), dtype=np.float32))
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"query": "", "k": 3}, {"query": "x", "k": 0}, {"query": "x", "k": 2.5}, {"query": "x", "sources": ("emails",)}]
-)
-def test_bad_search_arguments_are_usage_errors(store, kwargs):
-    with pytest.raises(UsageError):
+@pytest.mark.parametrize("kwargs,error", [
+    ({"query": "", "k": 3}, ValueError),
+    ({"query": "x", "k": 0}, ValueError),
+    ({"query": "x", "k": 2.5}, TypeError),
+    ({"query": "x", "k": True}, TypeError),
+    ({"query": "x", "sources": ("emails",)}, ValueError),
+    ({"query": "x", "sources": ()}, ValueError),
+    ({"query": None}, TypeError),
+])
+def test_bad_search_arguments_are_misuse_errors(store, kwargs, error):
+    with pytest.raises(error):
         store.search(**kwargs)
 
 
@@ -331,7 +337,7 @@ def test_open_errors(tmp_path, embedder):
     (bad / "memory.db").write_bytes(b"this is not a sqlite database" * 100)
     with pytest.raises(StoreError, match="cannot open memory database"):
         MemoryStore.open(bad)
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError, match="overlap"):
         MemoryStore.open(tmp_path / "x", chunk_size=10, chunk_overlap=10)
     s = MemoryStore.open(tmp_path / "closed", embedder=embedder)
     s.close()
@@ -349,19 +355,60 @@ def test_other_modules_can_add_tables_to_the_same_database(copy, embedder):
         assert "traces" in again.db.table_names()
 
 
-def test_two_writers_on_one_store_leave_a_consistent_index(tmp_path, embedder):
-    path = tmp_path / "shared"
-    a = MemoryStore.open(path, embedder=embedder)
-    b = MemoryStore.open(path, embedder=embedder)
-    a.add_document("d1", "Gutter note", "2024-01-01", "The gutter over the back door leaks in heavy rain.")
-    b.add_document("d2", "Meter note", "2024-01-02", "The gas meter is in the cupboard under the stairs.")
-    a.add_document("d3", "Tap note", "2024-01-03", "The kitchen mixer tap drips from the spout.")
-    b.delete_document("d1")
-    assert b.search("where is the gas meter", k=1).results[0].id == "d2"
-    assert [r.id for r in a.search("dripping kitchen tap", k=5)] == ["d3", "d2"]
-    a.close()
-    b.close()  # closed last, with a view that was behind a's last write until it saved
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", StoreWarning)
-        with MemoryStore.open(path, embedder=embedder) as again:
-            assert sorted(r.id for r in again.search("note", k=5)) == ["d2", "d3"]
+def test_get_gives_what_search_gave(store):
+    response = store.search("van insurance excess", k=8)
+    items = [r.item for r in response]
+    got = store.get(reversed(items))
+    assert list(got) == items[::-1]  # in the order asked
+    for r in response:
+        assert got[r.item].to_dict() == {k: v for k, v in r.to_dict().items() if k != "score"}
+
+
+@pytest.fixture
+def toy(tmp_path, toy_embedder):
+    """A small store embedded by the toy embedder (no model needed)."""
+    s = MemoryStore.open(tmp_path / "toy", embedder=toy_embedder)
+    s.add_conversation("c1", "Van quotes", "2024-02-03", [
+        {"role": "user", "text": "Which van insurer is cheaper?"}, {"role": "assistant", "text": "Zego, by 220 pounds."},
+        {"role": "user", "text": "And for tools left overnight?"}])
+    s.add_document("d1", "Price list", "2024-01-02", "Call-out fee 45 pounds.")
+    yield s
+    s.close()
+
+
+def test_get_by_item_ids(toy):
+    got = toy.get(["d1#p0", "c1#s1", "c1#s0", "c1#s0"])
+    assert list(got) == ["d1#p0", "c1#s1", "c1#s0"]
+    assert got["d1#p0"] == Item("document", "d1", "d1#p0", "Price list", "2024-01-02", "Call-out fee 45 pounds.")
+    assert got["c1#s1"] == Item("conversation", "c1", "c1#s1", "Van quotes", "2024-02-03",
+                                "user: And for tools left overnight?")
+    assert toy.get([]) == {} and toy.get(iter(())) == {}
+    assert toy.get(["c1#s7", "nope", "d1#s0", "d1#p0#p0", "c1"]) == {}  # not stored, or not an item id
+
+
+def test_get_follows_updates_and_deletes(toy):
+    toy.add_document("d1", "Price list 2025", "2025-01-02", "Call-out fee 50 pounds.")
+    assert toy.get(["d1#p0"])["d1#p0"].title == "Price list 2025"
+    toy.delete_conversation("c1")
+    assert list(toy.get(["c1#s0", "c1#s1", "d1#p0"])) == ["d1#p0"]
+
+
+def test_get_is_one_statement_however_many_ids(toy):
+    for n in (1, 200):
+        statements, got = count_statements(toy, lambda: toy.get([f"c1#s{i}" for i in range(n)] + ["d1#p0"]))
+        assert len(statements) == 1 and "title" in statements[0] and len(got) == min(n, 2) + 1
+    statements, _ = count_statements(toy, lambda: toy.get(["nothing-to-look-up"]))
+    assert statements == []
+
+
+@pytest.mark.parametrize("ids", ["c1#s0", b"c1#s0", [1], [None], ["c1#s0", ("c1", 0)]])
+def test_get_wants_an_iterable_of_strings(toy, ids):
+    with pytest.raises(TypeError):
+        toy.get(ids)
+
+
+def test_a_closed_store_refuses_get(tmp_path, toy_embedder):
+    s = MemoryStore.open(tmp_path / "closed", embedder=toy_embedder)
+    s.close()
+    with pytest.raises(StoreError, match="closed"):
+        s.get(["c1#s0"])

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from cleo_rules.errors import IngestError
-from cleo_rules.retrieval import MemoryStore, validate_record
+from cleo_rules.retrieval import MemoryStore
+from cleo_rules.retrieval.ingest import IngestReport, ingest_lines, open_lines, parse_line
 
 
 def conversation(id, text="We compared two quotes for the van insurance renewal.", **extra):
@@ -130,7 +131,86 @@ def test_bytes_input_and_missing_file(store, tmp_path):
         store.ingest_jsonl(tmp_path / "nope.jsonl")
 
 
-def test_extra_fields_and_datetimes_are_accepted():
-    assert validate_record({**document("x"), "tags": ["a"], "date": "2024-02-01T09:30:00Z"}) == []
-    assert validate_record({**document("x"), "date": 20240201})[0][1] == "/date"
-    assert validate_record({**document("x"), "text": None})[0][:2] == ("E314", "/text")
+# -- the ingest module on its own: reading, batching, the report ------------------------------------------
+
+
+class Writer:
+    """Records the batches ingest_lines hands over, and the checkpoints between them."""
+
+    def __init__(self, stored=()):
+        self.batches = []
+        self.checkpoints = 0
+        self.stored = dict(stored)  # id -> text
+
+    def write(self, items, timings):
+        self.batches.append([(item.id, item.text) for item in items])
+        statuses = []
+        for item in items:
+            old = self.stored.get(item.id)
+            statuses.append("added" if old is None else "unchanged" if old == item.text else "updated")
+            self.stored[item.id] = item.text
+        return statuses
+
+    def checkpoint(self, timings):
+        assert set(timings) == {"parse", "embed", "sql", "index", "save"}
+        self.checkpoints += 1
+
+
+def run_lines(lines, writer, **kwargs):
+    from cleo_rules.retrieval.records import prepare
+
+    return ingest_lines(enumerate(lines, 1), "<test>", prepare=lambda r: prepare(r, 120, 30), write=writer.write,
+                        checkpoint=writer.checkpoint, **kwargs)
+
+
+def test_batches_are_full_except_the_last_and_each_is_followed_by_a_checkpoint():
+    writer = Writer()
+    seen = []
+    report = run_lines([json.dumps(document(f"d{i}")) for i in range(7)], writer, batch_size=3, progress=seen.append)
+    assert [len(b) for b in writer.batches] == [3, 3, 1] and writer.checkpoints == 3
+    assert seen == [3, 3, 1] and (report.added, report.lines, report.source) == (7, 7, "<test>")
+
+
+def test_a_second_version_of_an_id_waits_for_the_first_to_be_written():
+    writer = Writer(stored={"d0": document("d0")["text"]})
+    lines = [json.dumps(document("d0")), json.dumps(document("d1", "one")), json.dumps(document("d1", "two")), "",
+             json.dumps(document("d2"))]
+    report = run_lines(lines, writer, batch_size=10)
+    assert writer.batches == [[("d0", document("d0")["text"]), ("d1", "one")], [("d1", "two"), ("d2", document("d2")["text"])]]
+    assert (report.added, report.updated, report.unchanged, report.lines) == (2, 1, 1, 5)
+
+
+def test_strict_reads_everything_before_writing_anything():
+    writer = Writer()
+    with pytest.raises(IngestError, match="1 malformed line in <test>; nothing was ingested"):
+        run_lines([json.dumps(document("d0"))] * 40 + ["{"], writer, strict=True, batch_size=2)
+    assert writer.batches == [] and writer.checkpoints == 0
+
+
+def test_reading_lines_from_paths_bytes_and_iterables(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"a\nb\n")
+    lines, name, fh = open_lines(path)
+    assert (list(lines), name) == ([(1, b"a\n"), (2, b"b\n")], str(path)) and fh is not None
+    fh.close()
+    lines, name, fh = open_lines(b"a\nb")
+    assert (list(lines), name, fh) == ([(1, b"a\n"), (2, b"b")], "<lines>", None)
+    assert list(open_lines(["x", "y"])[0]) == [(1, "x"), (2, "y")]
+
+
+def test_parse_line():
+    assert parse_line("  \n", 4, "f") == (None, [])
+    record, problems = parse_line(json.dumps(document("d")).encode(), 1, "f")
+    assert record == document("d") and problems == []
+    _, (problem,) = parse_line('{"type": ', 3, "f.jsonl")  # the line is stripped first: column 9
+    assert (problem.code, problem.line, problem.col) == ("E311", 3, 9)
+    assert problem.format().startswith("f.jsonl:3:9: error[E311]")
+
+
+def test_report_counts_only_known_statuses():
+    report = IngestReport()
+    report.count("added")
+    report.count("unchanged")
+    assert (report.added, report.unchanged, report.items) == (1, 1, 2) and str(report) == report.summary()
+    with pytest.raises(ValueError):
+        report.count("deleted")

@@ -1,4 +1,4 @@
-"""Fault tests: damaged, missing or foreign index files, stale indexes, and SIGKILL mid-ingest.
+"""IndexSet: damaged, missing or foreign index files, stale indexes, other writers, SIGKILL mid-ingest.
 
 Every case opens the damaged store in this very process: a segfault in
 hnswlib would kill the test run, so passing means none happened.
@@ -338,3 +338,21 @@ def test_a_failed_index_save_is_a_warning_and_heals_at_next_open(damaged, embedd
     monkeypatch.undo()
     record = reopen_and_compare(copy, vectors, reference, embedder, "behind the database")
     assert any("1 missing" in str(w.message) for w in record)
+
+
+def test_two_writers_on_one_store_leave_a_consistent_index(tmp_path, embedder):
+    path = tmp_path / "shared"
+    a = MemoryStore.open(path, embedder=embedder)
+    b = MemoryStore.open(path, embedder=embedder)
+    a.add_document("d1", "Gutter note", "2024-01-01", "The gutter over the back door leaks in heavy rain.")
+    b.add_document("d2", "Meter note", "2024-01-02", "The gas meter is in the cupboard under the stairs.")
+    a.add_document("d3", "Tap note", "2024-01-03", "The kitchen mixer tap drips from the spout.")
+    b.delete_document("d1")
+    assert b.search("where is the gas meter", k=1).results[0].id == "d2"
+    assert [r.id for r in a.search("dripping kitchen tap", k=5)] == ["d3", "d2"]
+    a.close()
+    b.close()  # closed last, with a view that was behind a's last write until it saved
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StoreWarning)
+        with MemoryStore.open(path, embedder=embedder) as again:
+            assert sorted(r.id for r in again.search("note", k=5)) == ["d2", "d3"]

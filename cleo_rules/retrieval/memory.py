@@ -1,0 +1,154 @@
+"""What the rest of cleo-rules needs from a memory, and the values a memory returns.
+
+:class:`Memory` is the protocol a memory backend implements: add and delete
+conversations and documents, search (title, date and text of every hit come
+in one batched lookup), get pieces by item id, report statistics, and keep
+the turn traces. :class:`~cleo_rules.retrieval.store.MemoryStore` (SQLite and
+hnswlib in one directory) is the embedded backend; :class:`~cleo_rules.turn.Recall`,
+:mod:`cleo_rules.relevance` and the CLI use nothing beyond this protocol.
+
+Misuse (a wrong type, an empty query, ``k < 1``, an unknown source) raises
+``TypeError`` or ``ValueError``; bad data and a broken environment raise
+:class:`~cleo_rules.errors.StoreError` and its subclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .schema import Source
+
+
+@dataclass(frozen=True)
+class Item:
+    """One stored snippet or passage, with its conversation's or document's title and date.
+
+    ``source`` is a :class:`~cleo_rules.retrieval.schema.Source` value
+    (``"conversation"`` or ``"document"``); ``id`` the conversation's or
+    document's id as ingested; ``item`` the piece's own id (``"<id>#s<n>"``
+    or ``"<id>#p<n>"``).
+    """
+
+    source: str
+    id: str
+    item: str
+    title: str
+    date: str
+    text: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One search hit: an :class:`Item`'s fields and ``score``.
+
+    ``source`` is ``"conversation"`` or ``"document"``; ``id`` the
+    conversation's or document's id as ingested; ``item`` the snippet's or
+    passage's own id (``"<id>#s<n>"`` or ``"<id>#p<n>"``); ``title`` and
+    ``date`` those of the conversation or document; ``score`` the cosine
+    similarity to the query (higher is better).
+    """
+
+    source: str
+    id: str
+    item: str
+    title: str
+    date: str
+    text: str
+    score: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    """What a search returns: results best first, and timings.
+
+    ``timings`` holds seconds spent on ``embed`` (encoding the query; 0 for
+    precomputed vectors), ``search`` (the vector index), ``metadata`` (the
+    batched lookup of title, date and text) and ``total``; and
+    ``model_load`` when this search had to load the model first (not
+    counted in ``total``).
+    """
+
+    query: str | None
+    k: int
+    sources: tuple[str, ...]
+    results: tuple[Result, ...]
+    timings: dict = field(compare=False)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self) -> Iterator[Result]:
+        return iter(self.results)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "k": self.k,
+            "sources": list(self.sources),
+            "results": [r.to_dict() for r in self.results],
+            "timings": dict(self.timings),
+        }
+
+
+_BY_VALUE = {s.value: s for s in Source}
+
+
+def check_sources(sources: str | Iterable[str]) -> tuple[Source, ...]:
+    """``sources`` (one name or several) as a tuple of :class:`Source`, duplicates dropped.
+
+    Raises ``ValueError`` for an unknown name or none at all.
+    """
+    if isinstance(sources, str):
+        sources = (sources,)
+    names = tuple(dict.fromkeys(sources))
+    if not names or not all(s in _BY_VALUE for s in names):
+        raise ValueError(f"sources must be among {', '.join(Source)}; got {list(names)!r}")
+    return tuple(_BY_VALUE[s] for s in names)
+
+
+def check_k(k) -> int:
+    """``k`` if it is a positive integer; ``TypeError`` or ``ValueError`` otherwise."""
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"k must be a positive integer, not {k!r}")
+    if k < 1:
+        raise ValueError(f"k must be a positive integer, not {k!r}")
+    return k
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """The memory a turn searches: past conversations and documents.
+
+    Every method of :class:`~cleo_rules.retrieval.store.MemoryStore` listed
+    here is part of the contract; its docstrings give the details.
+    """
+
+    @property
+    def db(self) -> Any:
+        """Where turn traces are kept (:class:`~cleo_rules.trace.Tracer` writes there)."""
+        ...
+
+    def add_conversation(self, id: str, title: str, date: str, messages: Sequence[dict]) -> str: ...
+
+    def add_document(self, id: str, title: str, date: str, text: str) -> str: ...
+
+    def delete_conversation(self, id: str) -> bool: ...
+
+    def delete_document(self, id: str) -> bool: ...
+
+    def search(self, query: str, k: int = 5, sources: str | Iterable[str] = tuple(Source),
+               floor: float | None = None) -> SearchResponse: ...
+
+    def get(self, items: Iterable[str]) -> dict[str, Item]: ...
+
+    def stats(self) -> dict: ...
+
+    def close(self) -> None: ...
