@@ -73,7 +73,7 @@ from dataclasses import field  # noqa: E402
 
 import regex  # noqa: E402
 
-from .prefilter import LiteralIndex, holds, words_of_tokens  # noqa: E402
+from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens  # noqa: E402
 from .text import WORD, normalize, original_span, word_pattern  # noqa: E402
 
 log = logging.getLogger("cleo_rules")
@@ -117,8 +117,6 @@ ROLE_PRIORITY = ("choice", "nod", "negation", "closing", "request", "anaphor")
 
 def _prefilter(rule):
     """The rule's literal requirements, if they hold for all of its own examples."""
-    from .pack.regexlint import literal_requirements
-
     conditions = literal_requirements(rule.pattern)
     if conditions is None:
         return None
@@ -146,7 +144,7 @@ class Matcher:
     Patterns are tried one by one in file order, but only those whose
     requirements the message meets (strings, whole words, prefixes and
     leading words that every match must have, read off each pattern by
-    :func:`cleo_rules.pack.regexlint.literal_requirements`), found with one
+    :func:`cleo_rules.prefilter.literal_requirements`), found with one
     scan in a :class:`LiteralIndex`. On these packs that is faster than one
     large alternation, which the ``regex`` engine cannot optimise across
     lookarounds, and its cost grows far slower than the pack. Each search
@@ -183,8 +181,6 @@ class Matcher:
         self._token_re = regex.compile("|".join(f"(?P<t{j}>{rx.pattern})" for j, (_, rx) in enumerate(token_res))) \
             if len(token_res) > 1 else None
         # ASCII characters a token pattern can start with (anything else is tried)
-        from .pack.regexlint import first_ascii_chars
-
         starts: set[str] = set()
         for _, rx in token_res:
             starts |= first_ascii_chars(rx.pattern)

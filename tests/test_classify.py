@@ -9,6 +9,7 @@ import pickle
 import pytest
 
 from cleo_rules import Decision, load_pack
+from cleo_rules.prefilter import LiteralIndex
 
 ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 
@@ -166,3 +167,29 @@ def test_timeout_falls_back_to_substantive_never_to_follow_up(pack, caplog):
     assert (d.kind, d.rule, d.query, d.anchor) == ("substantive", None, message, None)
     assert d.note == "timeout in correction.slow"
     assert "pattern timed out in rule correction.slow" in caplog.text
+
+
+# -- classifying with and without the prefilter --------------------------------
+
+def _messages():
+    pack = load_pack()
+    out = []
+    for rule in pack.follow_ups + pack.corrections:
+        out.extend(rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())))
+    for vset in pack.vocab_sets:
+        out.extend(vset.examples)
+    out += ["What is it?", "Is it cheaper?", "what about the other ones", "That one.", "And the price?",
+            "It's fine, thanks", "no, i meant the blue one", "İt is too vague", "ok", "x" * 300]
+    return out
+
+
+def test_the_prefilter_changes_no_decision():
+    fast = load_pack()
+    slow = load_pack()
+    matcher = slow._matcher
+    matcher._index = LiteralIndex([None] * matcher._index.size)  # every rule searched
+    matcher._history_kind.cache_clear()
+    history = ("Which boiler should we fit in the new flat?",)
+    for message in _messages():
+        a, b = fast.classify(message, history=history), slow.classify(message, history=history)
+        assert (a.kind, a.rule, a.span, a.query) == (b.kind, b.rule, b.span, b.query), message

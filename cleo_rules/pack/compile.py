@@ -1,7 +1,7 @@
 """Compile a pack directory into an immutable :class:`Pack`.
 
 Stages: read the manifest and files (:mod:`.load`), validate each against its
-JSON Schema and lint (:mod:`.validate`, :mod:`.regexlint`), build the
+JSON Schema and lint (:mod:`.validate`, :mod:`.backtracking`), build the
 :class:`~cleo_rules.classify.Matcher`, then check every example,
 counterexample and request form against the compiled pack. All problems are
 collected; any error raises :class:`~cleo_rules.errors.PackError` with the
@@ -23,7 +23,7 @@ import regex
 from ..classify import Decision, Explanation, Matcher
 from ..errors import PackError, PackNotFound, Problem
 from ..resources import rules_dir
-from . import regexlint
+from . import backtracking
 from .load import MANIFEST, MAX_FILES, Source, load_yaml, pointer_join, resolve_member
 from .validate import check_combine, file_kind, schema_problems
 
@@ -185,7 +185,7 @@ def _regex_problems(src: Source, ptr: str, rid: str, pattern: str) -> tuple[Any,
     if compiled.search("", timeout=0.5) is not None:
         problems.append(src.problem("E139", "pattern matches the empty message", ptr, rule=rid, rank=4,
                                     help="a rule must require some text; check for a pattern that is all optional"))
-    why = regexlint.static_risk(pattern) or regexlint.probe(compiled, pattern)
+    why = backtracking.static_risk(pattern) or backtracking.probe(compiled, pattern)
     if why:
         problems.append(src.problem("E131", f"pattern can backtrack catastrophically: {why}", ptr, rule=rid, rank=3,
                                     help="avoid nested repeats like (\\w+\\s?)+ and overlapping alternatives like (a|aa)+; "
