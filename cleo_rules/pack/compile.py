@@ -2,7 +2,7 @@
 
 Stages: read the manifest and files (:mod:`.load`), validate each against its
 JSON Schema and lint (:mod:`.validate`, :mod:`.backtracking`), build the
-:class:`~cleo_rules.classify.Matcher`, then check every example,
+:class:`~cleo_rules.matcher.Matcher`, then check every example,
 counterexample and request form against the compiled pack. All problems are
 collected; any error raises :class:`~cleo_rules.errors.PackError` with the
 most useful one first.
@@ -20,8 +20,10 @@ from typing import Any, Mapping
 
 import regex
 
-from ..classify import Decision, Explanation, Matcher
+from ..decision import Decision
 from ..errors import PackError, PackNotFound, Problem
+from ..explain import Explanation
+from ..matcher import Matcher
 from ..resources import rules_dir
 from . import backtracking
 from .load import MANIFEST, MAX_FILES, Source, load_yaml, pointer_join, resolve_member
@@ -130,6 +132,7 @@ class Pack:
         return self._matcher.classify(message, history)
 
     def explain(self, message: str, history=()) -> Explanation:
+        """The decision on ``message`` and every rule's part in it, from the same walk as :meth:`classify`."""
         return self._matcher.explain(message, history)
 
     def kind_of(self, message: str) -> str:

@@ -7,7 +7,7 @@ as "contains one of *that*, *this*, *those*, *these*" or "starts with one of
 and is not searched. :class:`LiteralIndex` (in :mod:`.index`) finds, with one
 scan of the text, the rules whose requirements it meets.
 
-The matcher (:class:`cleo_rules.classify.Matcher`) builds one index per pack.
+The matcher (:class:`cleo_rules.matcher.Matcher`) builds one index per pack.
 """
 
 from .index import LiteralIndex, holds, words_of, words_of_tokens
