@@ -22,7 +22,7 @@ def __getattr__(name):  # keep `import cleo_rules` cheap
 
         return PackManager
     if name == "Decision":
-        from .classify import Decision
+        from .decision import Decision
 
         return Decision
     raise AttributeError(name)

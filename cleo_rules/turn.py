@@ -42,7 +42,7 @@ class Turn:
     the write failed.
     """
 
-    decision: object  # cleo_rules.classify.Decision
+    decision: object  # cleo_rules.decision.Decision
     results: tuple = ()
     context: str = ""
     timings: dict = field(default_factory=dict)

@@ -75,8 +75,20 @@ def test_explain_marks_the_rule_that_decided():
     result = run("explain", "Not that one, the other one.", "-H", "Which van insurer?")
     assert result.exit_code == 0
     decided = [line for line in result.output.splitlines() if line.startswith("=>")]
-    assert decided == ["=> correction correction.no-not-that-one           fired  on 'not that one,' [0:13]"]
+    assert decided == ["=> correction correction.no-not-that-one           fired  on 'Not that one,' [0:13]"]
     assert "query:   Not that one, the other one." in result.output
+
+
+def test_explain_gives_spans_in_the_users_own_text():
+    message = "   \uff2e\uff4f\uff54 that one, the other one."   # full-width letters after three spaces
+    result = run("explain", message)
+    assert result.exit_code == 0
+    decided = [line for line in result.output.splitlines() if line.startswith("=>")]
+    assert decided == ["=> correction correction.no-not-that-one           fired  on '\uff2e\uff4f\uff54 that one,' [3:16]"]
+    assert "(matched '\uff2e\uff4f\uff54 that one,' at 3..16)" in result.output
+    assert "normalised: 'not that one, the other one.'" in result.output
+    not_tried = [line for line in result.output.splitlines() if "not tried: its required words/strings are absent" in line]
+    assert not_tried and all(line.split()[0] == "correction" for line in not_tried)  # before the decider
 
 
 def test_check_ok_line():

@@ -26,7 +26,7 @@ import pytest
 import regex
 
 from cleo_rules import load_pack
-from cleo_rules.classify import Matcher
+from cleo_rules.matcher import Matcher
 from cleo_rules.errors import PackError
 from cleo_rules.pack.compile import Pack, PatternRule, VocabSet
 from cleo_rules.pack.load import MAX_FILE_BYTES, MAX_FILES
@@ -227,7 +227,7 @@ def test_timed_out_token_pattern_is_searched_as_typed():
     d = pack.classify(message, ["Which van insurer should we use?"])
     assert (d.kind, d.query, d.note) == ("substantive", message, "timeout in vocab.slow")
     ex = pack.explain(message)
-    assert ex.attempts[-1].rule == "vocab.slow" and ex.attempts[-1].note == "timed out"
+    assert ex.attempts[-1].rule == "vocab.slow" and ex.attempts[-1].note.startswith("timed out")
 
 
 def test_timed_out_token_pattern_among_several_is_named():

@@ -8,7 +8,7 @@ import sqlite3
 
 import sqlite_utils
 
-from cleo_rules.classify import Decision
+from cleo_rules.decision import Decision
 from cleo_rules.trace import TABLE, Tracer, read_traces
 
 from test_context import PASSAGE, SNIPPET

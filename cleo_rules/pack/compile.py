@@ -1,8 +1,8 @@
 """Compile a pack directory into an immutable :class:`Pack`.
 
 Stages: read the manifest and files (:mod:`.load`), validate each against its
-JSON Schema and lint (:mod:`.validate`, :mod:`.regexlint`), build the
-:class:`~cleo_rules.classify.Matcher`, then check every example,
+JSON Schema and lint (:mod:`.validate`, :mod:`.backtracking`), build the
+:class:`~cleo_rules.matcher.Matcher`, then check every example,
 counterexample and request form against the compiled pack. All problems are
 collected; any error raises :class:`~cleo_rules.errors.PackError` with the
 most useful one first.
@@ -20,10 +20,12 @@ from typing import Any, Mapping
 
 import regex
 
-from ..classify import Decision, Explanation, Matcher
+from ..decision import Decision
 from ..errors import PackError, PackNotFound, Problem
+from ..explain import Explanation
+from ..matcher import Matcher
 from ..resources import rules_dir
-from . import regexlint
+from . import backtracking
 from .load import MANIFEST, MAX_FILES, Source, load_yaml, pointer_join, resolve_member
 from .validate import check_combine, file_kind, schema_problems
 
@@ -130,6 +132,7 @@ class Pack:
         return self._matcher.classify(message, history)
 
     def explain(self, message: str, history=()) -> Explanation:
+        """The decision on ``message`` and every rule's part in it, from the same walk as :meth:`classify`."""
         return self._matcher.explain(message, history)
 
     def kind_of(self, message: str) -> str:
@@ -185,7 +188,7 @@ def _regex_problems(src: Source, ptr: str, rid: str, pattern: str) -> tuple[Any,
     if compiled.search("", timeout=0.5) is not None:
         problems.append(src.problem("E139", "pattern matches the empty message", ptr, rule=rid, rank=4,
                                     help="a rule must require some text; check for a pattern that is all optional"))
-    why = regexlint.static_risk(pattern) or regexlint.probe(compiled, pattern)
+    why = backtracking.static_risk(pattern) or backtracking.probe(compiled, pattern)
     if why:
         problems.append(src.problem("E131", f"pattern can backtrack catastrophically: {why}", ptr, rule=rid, rank=3,
                                     help="avoid nested repeats like (\\w+\\s?)+ and overlapping alternatives like (a|aa)+; "

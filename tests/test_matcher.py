@@ -1,14 +1,15 @@
-"""Classification order, query shaping and the decision value, on the bundled pack."""
+"""The matching walk on the bundled pack: classification order, the query, the prefilter."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import pickle
+import subprocess
+import sys
 
 import pytest
 
 from cleo_rules import Decision, load_pack
+from cleo_rules.prefilter import LiteralIndex
 
 ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 
@@ -96,11 +97,8 @@ def test_decision_is_frozen_and_carries_the_pack_identity(pack):
         d.kind = "substantive"
     assert (d.pack, d.pack_version, d.pack_hash) == (pack.name, pack.version, pack.content_hash)
     assert d.to_dict()["span"] == list(d.span)
-    # the same value the dataclass constructor makes, and it behaves like one
-    twin = Decision(**{f.name: getattr(d, f.name) for f in dataclasses.fields(Decision)})
-    assert d == twin and hash(d) == hash(twin) and repr(d) == repr(twin)
-    assert pickle.loads(pickle.dumps(d)) == d and copy.copy(d) == d
-    assert dataclasses.replace(d, note="x").note == "x" and d.note is None
+    # the same value the dataclass constructor makes
+    assert d == Decision(**{f.name: getattr(d, f.name) for f in dataclasses.fields(Decision)})
 
 
 def test_custom_combine_template(pack_copy):
@@ -130,17 +128,6 @@ def test_vocabulary_decision_names_the_most_telling_set(pack):
     assert pack.classify("That is it, then!").rule == "vocab.anaphor"
 
 
-def test_explain_lists_every_rule_in_order(pack):
-    ex = pack.explain("Not that one, the other one.", [ANCHOR])
-    stages = [a.stage for a in ex.attempts]
-    assert stages[0] == "length"
-    assert stages.count("correction") == len(pack.corrections)
-    assert stages.count("follow_up") == len(pack.follow_ups)
-    fired = [a for a in ex.attempts if a.fired and a.stage == "correction"]
-    assert fired[0].rule == ex.decision.rule == "correction.no-not-that-one"
-    assert ex.to_dict()["decision"]["kind"] == "correction"
-
-
 def test_timeout_falls_back_to_substantive_never_to_follow_up(pack, caplog):
     """A correction pattern that runs out of time must not let its message through to follow-up.
 
@@ -166,3 +153,38 @@ def test_timeout_falls_back_to_substantive_never_to_follow_up(pack, caplog):
     assert (d.kind, d.rule, d.query, d.anchor) == ("substantive", None, message, None)
     assert d.note == "timeout in correction.slow"
     assert "pattern timed out in rule correction.slow" in caplog.text
+
+
+# -- classifying with and without the prefilter --------------------------------
+
+def _messages():
+    pack = load_pack()
+    out = []
+    for rule in pack.follow_ups + pack.corrections:
+        out.extend(rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())))
+    for vset in pack.vocab_sets:
+        out.extend(vset.examples)
+    out += ["What is it?", "Is it cheaper?", "what about the other ones", "That one.", "And the price?",
+            "It's fine, thanks", "no, i meant the blue one", "İt is too vague", "ok", "x" * 300]
+    return out
+
+
+def test_the_prefilter_changes_no_decision():
+    fast = load_pack()
+    slow = load_pack()
+    matcher = slow._matcher
+    matcher._index = LiteralIndex([None] * matcher._index.size)  # every rule searched
+    matcher._history_kind.cache_clear()
+    history = ("Which boiler should we fit in the new flat?",)
+    for message in _messages():
+        a, b = fast.classify(message, history=history), slow.classify(message, history=history)
+        assert (a.kind, a.rule, a.span, a.query) == (b.kind, b.rule, b.span, b.query), message
+
+
+def test_the_matcher_imports_the_prefilter_and_not_the_pack_lint():
+    code = ("import sys, cleo_rules.matcher\n"
+            "print(sorted(m for m in sys.modules if m.startswith('cleo_rules.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)
+    assert "cleo_rules.prefilter" in loaded
+    assert not [m for m in loaded if m.startswith("cleo_rules.pack")], loaded

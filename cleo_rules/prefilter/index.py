@@ -1,18 +1,15 @@
 """Which rules can match a text, found with one scan of the text.
 
-Every pattern has *requirements* (:func:`cleo_rules.pack.regexlint.literal_requirements`):
-conditions that each text it matches satisfies, such as "contains one of
-*that*, *this*, *those*, *these*" or "starts with one of *and*, *so*, *or*".
-A rule whose requirements a text fails cannot match it, and is not searched.
-
-:class:`LiteralIndex` finds every literal of every rule that occurs in a text
-with a single ``findall`` of one compiled pattern: the literals as a trie
-(alternatives branch on one character, so a position costs a few character
-comparisons whatever the pack's size) inside a lookahead, so that matches may
-overlap. At each position the longest literal is reported; the literals it
-contains are implied. The work, and the memory it touches, is one compiled
-program and a few small sets, which matters when the caches are cold (a turn
-classifies right after the previous turn's embedding has filled them).
+:class:`LiteralIndex` holds every rule's requirements (see
+:mod:`.requirements`) and finds every literal of every rule that occurs in a
+text with a single ``findall`` of one compiled pattern: the literals as a
+trie (alternatives branch on one character, so a position costs a few
+character comparisons whatever the pack's size) inside a lookahead, so that
+matches may overlap. At each position the longest literal is reported; the
+literals it contains are implied. The work, and the memory it touches, is one
+compiled program and a few small sets, which matters when the caches are
+cold (a turn classifies right after the previous turn's embedding has filled
+them). :func:`holds` answers the same question plainly, for one rule.
 """
 
 from __future__ import annotations
@@ -99,7 +96,7 @@ class LiteralIndex:
     """Candidate rules for a text, in rule order.
 
     ``requirements[i]`` holds rule ``i``'s conditions (see
-    :data:`cleo_rules.pack.regexlint.Condition`): "the text starts with one
+    :data:`.requirements.Condition`): "the text starts with one
     of these, contains one of those, has one of these whole words, or one of
     those among its first few"; all must hold. None (or no conditions) makes
     the rule a candidate for every text. Immutable after construction; safe

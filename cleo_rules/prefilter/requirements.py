@@ -1,275 +1,24 @@
-"""Find patterns that can backtrack catastrophically.
+"""Requirements of a pattern: conditions every text it matches satisfies.
 
-Two checks, both cheap:
+:func:`literal_requirements` reads them off the parsed pattern (see
+:mod:`cleo_rules._sre`): strings the text must contain, prefixes it must
+start with, whole words it must hold, words that must come among its first
+few. A text that fails one cannot match, so the pattern need not be searched
+(:class:`cleo_rules.prefilter.LiteralIndex` finds the rules whose
+requirements a text meets). :func:`first_ascii_chars` gives the characters a
+match can start with, a gate for the vocabulary's token patterns.
 
-* **Static**: the pattern is parsed (Python's ``re`` parser understands the
-  common subset of ``regex`` syntax) and walked. An unbounded repeat whose
-  body holds another unbounded repeat is flagged, unless the body also has a
-  mandatory character that none of the inner repeats can match (``(?:\\w+ )*``
-  is safe: each round must end at a space). An unbounded repeat over
-  alternatives that can split the same text two ways (``(?:a|aa)+``) is
-  flagged too.
-* **Dynamic**: the pattern is run, under a time limit, on strings that pump
-  characters it uses and then fail; a pattern that runs out of time on a
-  few dozen characters is catastrophic whatever the static check said.
+Every answer errs on the safe side: a condition is kept only when it holds
+for every match, and a pattern the analysis cannot read has none.
 """
 
 from __future__ import annotations
 
-import string
-
 import regex
 
-try:  # Python 3.11+
-    from re import _constants as C
-    from re import _parser as P
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as C  # type: ignore
-    import sre_parse as P  # type: ignore
+from .._sre import UNBOUNDED, C, first_chars, is_repeat, parse
 
-_ALPHABET = string.printable + "éßœ’“\u00a0"
-_UNBOUNDED = 16  # a repeat allowing more than this many rounds is "unbounded"
-
-
-def _class_chars(op, av) -> frozenset:
-    """The characters of the probe alphabet one single-character item matches."""
-    if op is C.LITERAL:
-        return frozenset(chr(av))
-    if op is C.NOT_LITERAL:
-        return frozenset(c for c in _ALPHABET if c != chr(av))
-    if op is C.ANY:
-        return frozenset(c for c in _ALPHABET if c != "\n")
-    if op is C.IN:
-        negate = False
-        chars: set[str] = set()
-        for sub_op, sub_av in av:
-            if sub_op is C.NEGATE:
-                negate = True
-            elif sub_op is C.LITERAL:
-                chars.add(chr(sub_av))
-            elif sub_op is C.RANGE:
-                lo, hi = sub_av
-                chars.update(c for c in _ALPHABET if lo <= ord(c) <= hi)
-            elif sub_op is C.CATEGORY:
-                chars.update(_category(sub_av))
-            else:
-                chars.update(_ALPHABET)
-        if negate:
-            return frozenset(c for c in _ALPHABET if c not in chars)
-        return frozenset(chars)
-    if op is C.CATEGORY:
-        return _category(av)
-    return frozenset(_ALPHABET)
-
-
-def _category(cat) -> frozenset:
-    tests = {
-        C.CATEGORY_DIGIT: str.isdigit,
-        C.CATEGORY_NOT_DIGIT: lambda c: not c.isdigit(),
-        C.CATEGORY_SPACE: str.isspace,
-        C.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
-        C.CATEGORY_WORD: lambda c: c.isalnum() or c == "_",
-        C.CATEGORY_NOT_WORD: lambda c: not (c.isalnum() or c == "_"),
-    }
-    test = tests.get(cat)
-    if test is None:
-        return frozenset(_ALPHABET)
-    return frozenset(c for c in _ALPHABET if test(c))
-
-
-_SINGLE = (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN, C.CATEGORY)
-
-
-def _chars_of(items) -> frozenset:
-    """Every probe character any part of ``items`` can consume."""
-    out: set[str] = set()
-    for op, av in items:
-        if op in _SINGLE:
-            out |= _class_chars(op, av)
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
-            out |= _chars_of(av[2])
-        elif op is C.SUBPATTERN:
-            out |= _chars_of(av[-1])
-        elif op is C.BRANCH:
-            for alt in av[1]:
-                out |= _chars_of(alt)
-        elif op is getattr(C, "ATOMIC_GROUP", None):
-            out |= _chars_of(av)
-        elif op is C.GROUPREF:
-            out |= set(_ALPHABET)
-    return frozenset(out)
-
-
-def _is_repeat(op) -> bool:
-    return op in (C.MAX_REPEAT, C.MIN_REPEAT)
-
-
-def _inner_unbounded(items) -> list:
-    """Unbounded (non-possessive) repeats nested anywhere in ``items``."""
-    found = []
-    for op, av in items:
-        if _is_repeat(op):
-            lo, hi, sub = av
-            if hi is C.MAXREPEAT or hi > _UNBOUNDED:
-                found.append(sub)
-            found.extend(_inner_unbounded(sub))
-        elif op is C.SUBPATTERN:
-            found.extend(_inner_unbounded(av[-1]))
-        elif op is C.BRANCH:
-            for alt in av[1]:
-                found.extend(_inner_unbounded(alt))
-    return found
-
-
-def _mandatory_singles(items) -> list[frozenset]:
-    """Character sets of single-character items every match of ``items`` consumes."""
-    out = []
-    for op, av in items:
-        if op in _SINGLE:
-            out.append(_class_chars(op, av))
-        elif _is_repeat(op) and av[0] >= 1:
-            out.extend(_mandatory_singles(av[2]))
-        elif op is C.SUBPATTERN:
-            out.extend(_mandatory_singles(av[-1]))
-    return out
-
-
-def _literal_string(items) -> str | None:
-    chars = []
-    for op, av in items:
-        if op is not C.LITERAL:
-            return None
-        chars.append(chr(av))
-    return "".join(chars)
-
-
-def _splits_two_ways(words: list[str]) -> bool:
-    """True if some alternative can also be spelled by concatenating others."""
-    for i, w in enumerate(words):
-        others = [x for j, x in enumerate(words) if j != i and x]
-        if not w or not others:
-            continue
-        reach = [True] + [False] * len(w)
-        for pos in range(len(w)):
-            if reach[pos]:
-                for o in others:
-                    if w.startswith(o, pos):
-                        reach[pos + len(o)] = True
-        if reach[len(w)]:
-            return True
-    return False
-
-
-def _first_chars(items) -> frozenset:
-    for op, av in items:
-        if op in _SINGLE:
-            return _class_chars(op, av)
-        if _is_repeat(op):
-            first = _first_chars(av[2])
-            return first if av[0] >= 1 else first | frozenset(_ALPHABET)
-        if op is C.SUBPATTERN:
-            return _first_chars(av[-1])
-        if op is C.BRANCH:
-            out = frozenset()
-            for alt in av[1]:
-                out |= _first_chars(alt)
-            return out
-        if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
-            continue
-        return frozenset(_ALPHABET)
-    return frozenset()
-
-
-def _check_branch(alts) -> str | None:
-    literals = [_literal_string(a) for a in alts]
-    if all(s is not None for s in literals):
-        if _splits_two_ways(literals):  # type: ignore[arg-type]
-            return "alternatives inside a repeat can split the same text two ways"
-        return None
-    firsts = [_first_chars(a) for a in alts]
-    for i in range(len(alts)):
-        for j in range(i + 1, len(alts)):
-            if firsts[i] & firsts[j] and (_inner_unbounded(alts[i]) or _inner_unbounded(alts[j])):
-                return "repeated alternatives overlap and one of them repeats itself"
-    return None
-
-
-def _walk(items) -> str | None:
-    for op, av in items:
-        if _is_repeat(op):
-            lo, hi, body = av
-            if hi is C.MAXREPEAT or hi > _UNBOUNDED:
-                inner = _inner_unbounded(body)
-                if inner:
-                    inner_chars = frozenset().union(*(_chars_of(s) for s in inner))
-                    separators = _mandatory_singles(body)
-                    if not any(sep and not (sep & inner_chars) for sep in separators):
-                        return "a repeat nested inside another repeat, with nothing between rounds to tell them apart"
-                for sub_op, sub_av in body:
-                    if sub_op is C.SUBPATTERN:
-                        for o, a in sub_av[-1]:
-                            if o is C.BRANCH:
-                                why = _check_branch(a[1])
-                                if why:
-                                    return why
-                    if sub_op is C.BRANCH:
-                        why = _check_branch(sub_av[1])
-                        if why:
-                            return why
-            why = _walk(body)
-            if why:
-                return why
-        elif op is C.SUBPATTERN:
-            why = _walk(av[-1])
-            if why:
-                return why
-        elif op is C.BRANCH:
-            for alt in av[1]:
-                why = _walk(alt)
-                if why:
-                    return why
-        elif op in (C.ASSERT, C.ASSERT_NOT):
-            why = _walk(av[1])
-            if why:
-                return why
-    return None
-
-
-def static_risk(pattern: str) -> str | None:
-    """Why ``pattern`` can backtrack catastrophically, or None.
-
-    Patterns the ``re`` parser cannot read (``regex``-only syntax) are left
-    to :func:`probe`.
-    """
-    try:
-        parsed = P.parse(pattern)
-    except Exception:  # noqa: BLE001 - regex-only syntax: dynamic check decides
-        return None
-    return _walk(list(parsed))
-
-
-def probe(compiled, pattern: str, *, budget: float = 0.25) -> str | None:
-    """Run ``compiled`` on pumped failing strings; report the first that times out."""
-    pumps = {"a", " ", "1", "ab", "a ", ", "}
-    pumps.update(c for c in pattern if c.isalnum())
-    tail = "\u0000!"
-    for pump in sorted(pumps):
-        text = pump * 40 + tail
-        try:
-            compiled.search(text, timeout=budget)
-        except TimeoutError:
-            return f"took over {budget:.2f}s on {pump!r} repeated 40 times"
-    return None
-
-
-def compile_pattern(pattern: str):
-    """Compile as the matcher does (``regex`` V0 semantics)."""
-    return regex.compile(pattern)
-
-
-# --------------------------------------------------------------------------
-# Prefilter: literal conditions every match of a pattern satisfies.
-# --------------------------------------------------------------------------
+__all__ = ["Condition", "first_ascii_chars", "literal_requirements"]
 
 #: A condition on the text, ``(prefixes, anywhere, words, early)``: the text
 #: starts with one of ``prefixes``, contains one of ``anywhere``, has one of
@@ -319,14 +68,14 @@ def _words_unit(items) -> bool:
     ``\\w+`` and then at least one non-word character (``\\w+,? ``): the word
     cannot stop short, since a word character cannot follow it.
     """
-    if not items or not _is_repeat(items[0][0]) or items[0][1][0] < 1:
+    if not items or not is_repeat(items[0][0]) or items[0][1][0] < 1:
         return False
     lo, hi, body = items[0][1]
     if len(body) != 1 or not _only_word_chars(body[0]):
         return False
     required = False
     for op, av in items[1:]:
-        if _is_repeat(op) and len(av[2]) == 1 and _no_word_chars(av[2][0]):
+        if is_repeat(op) and len(av[2]) == 1 and _no_word_chars(av[2][0]):
             required = required or av[0] >= 1
         elif _no_word_chars((op, av)):
             required = True
@@ -356,7 +105,7 @@ def _words_behind(av, multiline: bool) -> int | None:
     if direction != -1 or multiline or len(body) != 2 or body[0] != (C.AT, C.AT_BEGINNING):
         return None
     op, rep = body[1]
-    if not _is_repeat(op) or rep[1] > _UNBOUNDED or not _words_unit(rep[2]):
+    if not is_repeat(op) or rep[1] > UNBOUNDED or not _words_unit(rep[2]):
         return None
     return rep[1]
 
@@ -518,11 +267,13 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
             here = seq.run == _EMPTY
             alts = [_analyse(alt, here and seq.run_at_start, multiline, here and seq.run_bounded,
                              seq.word_pos if here else None) for alt in av[1]]
-            if all(exact is not None for exact, _ in alts):
-                union = frozenset().union(*(exact for exact, _ in alts))
+            exacts = [exact for exact, _ in alts if exact is not None]
+            if len(exacts) == len(alts):
+                union = frozenset().union(*exacts)
                 # the alternatives may know more than their strings (whole words,
                 # lookarounds): that holds too, beside the run going on
-                if any(conditions != [_cond(anywhere=sorted(exact))] for exact, conditions in alts):
+                if any(conditions != [_cond(anywhere=sorted(exact))]
+                       for exact, (_, conditions) in zip(exacts, alts)):
                     seq.conditions.extend(_either([conditions for _, conditions in alts]))
                 seq.extend(union)
                 continue
@@ -539,7 +290,7 @@ def _analyse(items, at_start: bool = False, multiline: bool = False, bounded: bo
                 # a word ends each round with a non-word character: after one
                 # round at least, the next run starts a word
                 starts_word = unit and (lo >= 1 or (seq.run != _EMPTY and _ends_non_word(seq.run)))
-                seq.opaque(conditions if lo >= 1 else (), hi if unit and hi <= _UNBOUNDED else None)
+                seq.opaque(conditions if lo >= 1 else (), hi if unit and hi <= UNBOUNDED else None)
                 seq.run_bounded = starts_word
         else:
             seq.opaque()
@@ -652,14 +403,13 @@ def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Conditio
     nearly every message). Patterns with inline flags for case or verbose
     syntax, or that the ``re`` parser cannot read, get None (always searched).
     """
-    try:
-        parsed = P.parse(pattern)
-    except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter
+    parsed = parse(pattern)
+    if parsed is None:  # regex-only syntax: no prefilter
         return None
     flags = parsed.state.flags
     if flags & (C.SRE_FLAG_IGNORECASE | C.SRE_FLAG_VERBOSE):
         return None
-    _, conditions = _analyse(list(parsed), False, bool(flags & C.SRE_FLAG_MULTILINE))
+    _, conditions = _analyse(list(parsed.data), False, bool(flags & C.SRE_FLAG_MULTILINE))
     kept = _prune(_usable(conditions, min_length))
     return tuple(kept) if kept else None
 
@@ -670,12 +420,11 @@ def first_ascii_chars(pattern: str) -> frozenset:
     Every ASCII character when the pattern cannot be read or may match the
     empty string, so the answer is safe to use as a gate.
     """
-    try:
-        parsed = P.parse(pattern)
-    except Exception:  # noqa: BLE001
+    parsed = parse(pattern)
+    if parsed is None:
         return frozenset(chr(c) for c in range(128))
     if parsed.state.flags & C.SRE_FLAG_IGNORECASE:
         return frozenset(chr(c) for c in range(128))
     if parsed.getwidth()[0] == 0:
         return frozenset(chr(c) for c in range(128))
-    return frozenset(c for c in _first_chars(list(parsed)) if c.isascii())
+    return frozenset(c for c in first_chars(list(parsed.data)) if c.isascii())

@@ -1,124 +1,47 @@
-"""Classification of one message with a compiled pack.
+"""The matching walk: one message and a compiled pack's rules make a :class:`Decision`.
 
-The decision is a frozen value: what kind of turn this is, which rule said so,
-where in the message the rule matched, and the query to search (``None`` when
-nothing is searched).
+The walk, in order: a message under ``min_chars`` characters after
+stripping is ``skip``; else it is normalised
+(:mod:`cleo_rules.text`) and the prefilter (:mod:`cleo_rules.prefilter`)
+names the patterns whose requirements it meets; the first correction, in
+file order, that matches makes it a ``correction``; then, for a message of
+at most ``max_follow_up_words`` words, the first follow-up pattern that
+matches within its topic-word bounds, then the vocabulary test, make it a
+``follow_up``; anything else is ``substantive``. A pattern that runs out of
+time makes it ``substantive`` with a note naming the rule. The query is
+then built from the kind, the message and the history, in one place
+(:meth:`Matcher.classify`).
+
+The walk can be watched: :meth:`Matcher.classify` takes a recorder
+(:class:`cleo_rules.explain.Recorder`), which is told every step; without
+one, nothing is recorded and nothing is paid for. :meth:`Matcher.explain`
+is that walk with a recorder.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import bisect
+import functools
+import logging
 
-SKIP = "skip"
-CORRECTION = "correction"
-FOLLOW_UP = "follow_up"
-SUBSTANTIVE = "substantive"
-KINDS = (SKIP, CORRECTION, FOLLOW_UP, SUBSTANTIVE)
+import regex
 
+from .decision import CORRECTION, FOLLOW_UP, SKIP, SUBSTANTIVE, Decision, make_decision
+from .explain import Explanation, Recorder
+from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
+from .text import WORD, normalize, original_span, word_pattern
 
-@dataclass(frozen=True)
-class Decision:
-    """What to do with one user turn.
-
-    ``span`` is ``(start, end)`` in the original message (Python string
-    indices) of the text the rule matched, ``matched`` that text. ``query`` is
-    what retrieval should search: ``None`` for ``skip``, the message as typed
-    for ``substantive`` and ``correction`` (and for a ``follow_up`` with no
-    substantive message in history), else the pack's combine template over
-    ``anchor`` (the last substantive message in history) and the message.
-    """
-
-    kind: str
-    rule: str | None
-    span: tuple[int, int] | None
-    matched: str | None
-    query: str | None
-    anchor: str | None
-    message: str
-    pack: str
-    pack_version: str
-    pack_hash: str
-    note: str | None = None  # e.g. "timeout in correction.already-tried"
-
-    @property
-    def searched(self) -> bool:
-        return self.query is not None
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["span"] = list(self.span) if self.span else None
-        return d
-
-
-def _decision(**fields) -> Decision:
-    """A :class:`Decision` from all of its fields, set in one step.
-
-    The same object the dataclass constructor makes (equal, hashed alike),
-    at half the cost: a frozen dataclass sets each field through
-    ``object.__setattr__``, and this runs once per message.
-    """
-    decision = object.__new__(Decision)
-    object.__setattr__(decision, "__dict__", fields)
-    return decision
-
-
-# --------------------------------------------------------------------------
-# The matcher: compiled once per pack, immutable, safe to share across threads.
-# --------------------------------------------------------------------------
-
-import bisect  # noqa: E402
-import functools  # noqa: E402
-import logging  # noqa: E402
-from dataclasses import field  # noqa: E402
-
-import regex  # noqa: E402
-
-from .prefilter import LiteralIndex, holds, words_of_tokens  # noqa: E402
-from .text import WORD, normalize, original_span, word_pattern  # noqa: E402
+__all__ = ["Matcher", "ROLE_PRIORITY"]
 
 log = logging.getLogger("cleo_rules")
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One rule tried by :meth:`Matcher.explain`."""
-
-    stage: str  # "length", "correction", "vocabulary", "follow_up"
-    rule: str | None
-    fired: bool
-    span: tuple[int, int] | None = None
-    matched: str | None = None
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Explanation:
-    decision: Decision
-    normalized: str
-    words: tuple[str, ...]
-    attempts: tuple[Attempt, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict:
-        return {
-            "decision": self.decision.to_dict(),
-            "normalized": self.normalized,
-            "words": list(self.words),
-            "attempts": [
-                {"stage": a.stage, "rule": a.rule, "fired": a.fired,
-                 "span": list(a.span) if a.span else None, "matched": a.matched, "note": a.note}
-                for a in self.attempts
-            ],
-        }
 
 
 # Roles in the order they name a vocabulary follow-up; filler never does.
 ROLE_PRIORITY = ("choice", "nod", "negation", "closing", "request", "anaphor")
 
 
-def _prefilter(rule):
-    """The rule's literal requirements, if they hold for all of its own examples."""
-    from .pack.regexlint import literal_requirements
-
+def _requirements(rule):
+    """The rule's requirements for the prefilter, if they hold for all of its own examples (else None)."""
     conditions = literal_requirements(rule.pattern)
     if conditions is None:
         return None
@@ -134,6 +57,8 @@ def _prefilter(rule):
 
 
 class _Timeout(Exception):
+    """A search ran out of time twice; ``rule_id`` names the rule."""
+
     def __init__(self, rule_id):
         self.rule_id = rule_id
 
@@ -141,16 +66,17 @@ class _Timeout(Exception):
 class Matcher:
     """Classifies messages with one pack's compiled rules.
 
-    Built by :func:`cleo_rules.pack.compile.compile_pack`; holds only
-    immutable state, so one instance serves any number of threads.
+    Built by each compiled :class:`~cleo_rules.pack.compile.Pack`; holds
+    only immutable state, so one instance serves any number of threads.
     Patterns are tried one by one in file order, but only those whose
     requirements the message meets (strings, whole words, prefixes and
     leading words that every match must have, read off each pattern by
-    :func:`cleo_rules.pack.regexlint.literal_requirements`), found with one
-    scan in a :class:`LiteralIndex`. On these packs that is faster than one
-    large alternation, which the ``regex`` engine cannot optimise across
-    lookarounds, and its cost grows far slower than the pack. Each search
-    that does run is a timed call, the dearest step of a classification.
+    :func:`cleo_rules.prefilter.literal_requirements`), found with one scan
+    in a :class:`~cleo_rules.prefilter.LiteralIndex`. On these packs that is
+    faster than one large alternation, which the ``regex`` engine cannot
+    optimise across lookarounds, and its cost grows far slower than the
+    pack. Each search that does run is a timed call, the dearest step of a
+    classification.
     """
 
     def __init__(self, settings, vocab_sets, follow_ups, corrections, identity):
@@ -183,8 +109,6 @@ class Matcher:
         self._token_re = regex.compile("|".join(f"(?P<t{j}>{rx.pattern})" for j, (_, rx) in enumerate(token_res))) \
             if len(token_res) > 1 else None
         # ASCII characters a token pattern can start with (anything else is tried)
-        from .pack.regexlint import first_ascii_chars
-
         starts: set[str] = set()
         for _, rx in token_res:
             starts |= first_ascii_chars(rx.pattern)
@@ -194,7 +118,7 @@ class Matcher:
                            for s in self.vocab_sets)
         # one scan finds the rules whose requirements a text meets
         self._patterns = self.corrections + self.follow_ups
-        self._index = LiteralIndex([_prefilter(r) for r in self._patterns])
+        self._index = LiteralIndex([_requirements(r) for r in self._patterns])
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kind = functools.lru_cache(maxsize=4096)(self.kind_of)
@@ -228,25 +152,29 @@ class Matcher:
             except TimeoutError:
                 m = False  # find which pattern runs out of time, one by one
             if m is not False:
-                return None if m is None else self._token_res[int(m.lastgroup[1:])][0]
+                # every alternative is a named group: a match has a lastgroup
+                return None if m is None else self._token_res[int(m.lastgroup[1:])][0]  # pyright: ignore[reportOptionalSubscript]
         for index, rx in self._token_res:
             if self._limited(self.vocab_sets[index].id, rx.fullmatch, token):
                 return index
         return None
 
+
     def _cover(self, tokens, stop_at_gap: bool = False):
         """Greedy longest-phrase cover of ``tokens``.
 
-        Returns ``(head, covered)``: ``head`` is ``(set_index, first, last)``
-        (token indices, end exclusive), ``covered`` a list of booleans, one
-        per token. ``head`` is the entry whose set has the most telling role
-        (:data:`ROLE_PRIORITY`), the earliest among equals; filler never heads.
-        With ``stop_at_gap``, the first token no entry covers ends the walk
-        and ``(None, None)`` is returned (the vocabulary test has failed).
+        Returns ``(head, covered, gap)``: ``head`` is ``(set_index, first,
+        last)`` (token indices, end exclusive), ``covered`` a list of
+        booleans, one per token. ``head`` is the entry whose set has the most
+        telling role (:data:`ROLE_PRIORITY`), the earliest among equals;
+        filler never heads. With ``stop_at_gap``, the first token no entry
+        covers ends the walk: ``head`` is then None (the vocabulary test has
+        failed) and ``gap`` that token's index; otherwise ``gap`` is None.
         """
         n = len(tokens)
         covered = [False] * n
         head = None
+        head_rank = 0
         single, phrases, phrase_len, rank = self._single, self._phrases, self._phrase_len, self._rank
         i = 0
         while i < n:
@@ -265,28 +193,31 @@ class Matcher:
                     index = self._vocab_index(token)
                 if index is None:
                     if stop_at_gap:
-                        return None, None
+                        return None, covered, i
                     i += 1
                     continue
             for j in range(i, i + length):
                 covered[j] = True
             r = rank[index]
-            if r is not None and (head is None or r < rank[head[0]]):
+            if r is not None and (head is None or r < head_rank):
                 head = (index, i, i + length)
+                head_rank = r
             i += length
-        return head, covered
+        return head, covered, None
 
-    def _first(self, candidates, text, accept=None):
+    def _first(self, candidates, text, accept=None, rec=None):
         """The first rule, in file order, that matches: ``(rule, match)`` or None.
 
         ``candidates`` are indices into corrections + follow-ups, ascending:
         the rules whose prefilter requirements ``text`` meets (any other
         cannot match). ``accept(rule, match)`` may refuse a match; the search then
-        goes on with the next rule.
+        goes on with the next rule. ``rec`` is told of every search.
         """
         for index in candidates:
             rule = self._patterns[index]
             m = self._limited(rule.id, rule.compiled.search, text)
+            if rec is not None:
+                rec.searched(index, m)
             if m is not None and (accept is None or accept(rule, m)):
                 return rule, m
         return None
@@ -317,42 +248,41 @@ class Matcher:
             (rule.max_content_words is None or outside <= rule.max_content_words) and \
             (rule.max_content_before is None or before <= rule.max_content_before)
 
-    def _topic_check(self, rule, spans, covered, start, end) -> tuple[bool, str]:
-        """:meth:`_topic_ok` for a match at ``start:end``, and why (for ``explain``)."""
-        if not rule.topic_bounded:
-            return True, ""
-        outside, before = self._topic_counts(spans, covered, start, end)
-        bounds = [f"at least {rule.min_content_words}"] if rule.min_content_words else []
-        if rule.max_content_words is not None:
-            bounds.append(f"at most {rule.max_content_words}")
-        note = f"{outside} topic word(s) outside the match ({', '.join(bounds) or 'no bound'})"
-        if rule.max_content_before is not None:
-            note += f", {before} before it (at most {rule.max_content_before})"
-        return self._topic_ok(rule, outside, before), note
-
     # -- classification ------------------------------------------------
 
     def kind_of(self, message: str) -> str:
         """The kind of ``message`` on its own (no query shaping)."""
         return self._classify(message)[0]
 
-    def _classify(self, message: str):
-        """``(kind, rule, span, normalized, note)``; span is in normalised text."""
+    def _classify(self, message: str, rec: Recorder | None = None):
+        """The walk: ``(kind, rule, span, normalized, note)``; span is in normalised text.
+
+        ``rec``, when given, is told each step as it is taken (see
+        :class:`~cleo_rules.explain.Recorder`); it never changes the result.
+        """
         s = self.settings
-        if len(message.strip()) < s.min_chars:
-            return "skip", None, None, None, None
-        text = normalize(message[: s.max_scan_chars])
+        stripped = len(message.strip())
+        if stripped < s.min_chars:
+            if rec is not None:
+                rec.skipped(stripped)
+            return SKIP, None, None, None, None
+        scanned = message[: s.max_scan_chars]
+        text = normalize(scanned)
         words = word_pattern(text)
         tokens = words.findall(text)
         candidates = self._index.candidates(text, words_of_tokens(tokens, text))
+        if rec is not None:
+            rec.scanned(scanned, stripped, text, tokens, candidates)
         split = bisect.bisect_left(candidates, len(self.corrections))
         try:
-            hit = self._first(candidates[:split], text)
+            hit = self._first(candidates[:split], text, None, rec)
             if hit is not None:
                 rule, m = hit
-                return "correction", rule.id, m.span(), text, None
+                return CORRECTION, rule.id, m.span(), text, None
             if len(tokens) > s.max_follow_up_words or len(message) > s.max_scan_chars:
-                return "substantive", None, None, text, None
+                if rec is not None:
+                    rec.stopped(len(tokens), len(message))
+                return SUBSTANTIVE, None, None, text, None
             # token spans and the vocabulary cover are worked out only when needed
             cover = spans = None
 
@@ -363,25 +293,34 @@ class Matcher:
                 if cover is None:
                     cover = self._cover(tokens)
                     spans = [w.span() for w in words.finditer(text)]
-                return self._topic_ok(rule, *self._topic_counts(spans, cover[1], *m.span()))
+                outside, before = self._topic_counts(spans, cover[1], *m.span())
+                ok = self._topic_ok(rule, outside, before)
+                if rec is not None:
+                    rec.topic(rule, outside, before, ok)
+                return ok
 
-            hit = self._first(candidates[split:], text, topic_free)
+            hit = self._first(candidates[split:], text, topic_free, rec)
             if hit is not None:
                 rule, m = hit
-                return "follow_up", rule.id, m.span(), text, None
+                return FOLLOW_UP, rule.id, m.span(), text, None
             if cover is not None:
                 head = cover[0] if all(cover[1]) else None
             else:
-                head = self._cover(tokens, stop_at_gap=True)[0]
+                cover = self._cover(tokens, stop_at_gap=True)
+                head = cover[0]
+            if rec is not None:
+                rec.vocabulary(head, cover[1], cover[2])
             if head is not None:
                 index, first, last = head
                 if spans is None:
                     spans = [w.span() for w in words.finditer(text)]
-                return "follow_up", self.vocab_sets[index].id, (spans[first][0], spans[last - 1][1]), text, None
+                return FOLLOW_UP, self.vocab_sets[index].id, (spans[first][0], spans[last - 1][1]), text, None
         except _Timeout as t:
             log.warning("pattern timed out in rule %s; message classified substantive (searched as typed)", t.rule_id)
-            return "substantive", None, None, text, f"timeout in {t.rule_id}"
-        return "substantive", None, None, text, None
+            if rec is not None:
+                rec.timed_out(t.rule_id)
+            return SUBSTANTIVE, None, None, text, f"timeout in {t.rule_id}"
+        return SUBSTANTIVE, None, None, text, None
 
     def anchor_for(self, history) -> str | None:
         """The last substantive message in ``history`` (oldest first), or None."""
@@ -392,19 +331,26 @@ class Matcher:
         for earlier in reversed(items):
             if not isinstance(earlier, str):
                 raise TypeError(f"history items must be strings, found {type(earlier).__name__}")
-            if self._history_kind(earlier) == "substantive":
+            if self._history_kind(earlier) == SUBSTANTIVE:
                 return earlier
         return None
 
-    def classify(self, message: str, history=()) -> Decision:
+    def classify(self, message: str, history=(), recorder: Recorder | None = None) -> Decision:
+        """The :class:`Decision` on ``message``, given earlier user messages (oldest first).
+
+        ``recorder`` (a :class:`~cleo_rules.explain.Recorder`) is told every
+        step of the walk; the decision is the same with or without it.
+        """
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
-        kind, rule, span, normalized, note = self._classify(message)
+        kind, rule, span, normalized, note = self._classify(message, recorder)
+        # the query: nothing for a skip, the anchor and the message combined
+        # for a follow-up, else the message as typed
         anchor = None
         query: str | None
-        if kind == "skip":
+        if kind == SKIP:
             query = None
-        elif kind == "follow_up":
+        elif kind == FOLLOW_UP:
             anchor = self.anchor_for(history)
             if anchor is None:
                 query = message
@@ -415,62 +361,13 @@ class Matcher:
             query = message
         orig_span = matched = None
         if span is not None:
-            orig_span = original_span(message[: self.settings.max_scan_chars], *span, normalized)
+            orig_span = original_span(message[: self.settings.max_scan_chars], span[0], span[1], normalized)
             matched = message[orig_span[0]:orig_span[1]]
         name, version, digest = self._identity
-        return _decision(kind=kind, rule=rule, span=orig_span, matched=matched, query=query, anchor=anchor,
-                         message=message, pack=name, pack_version=version, pack_hash=digest, note=note)
+        return make_decision(kind=kind, rule=rule, span=orig_span, matched=matched, query=query, anchor=anchor,
+                             message=message, pack=name, pack_version=version, pack_hash=digest, note=note)
 
     def explain(self, message: str, history=()) -> Explanation:
-        """Classify ``message`` and report every rule tried, in order."""
-        decision = self.classify(message, history)
-        s = self.settings
-        attempts: list[Attempt] = []
-        stripped = len(message.strip())
-        attempts.append(Attempt("length", None, stripped < s.min_chars,
-                                note=f"{stripped} characters after stripping; under {s.min_chars} is skipped"))
-        if stripped < s.min_chars:
-            return Explanation(decision, "", (), tuple(attempts))
-        text = normalize(message[: s.max_scan_chars])
-        matches = list(WORD.finditer(text))
-        tokens = tuple(m.group() for m in matches)
-
-        def attempt(stage, rule, extra_check=None):
-            try:
-                m = rule.compiled.search(text, timeout=self._timeout)
-            except TimeoutError:
-                return Attempt(stage, rule.id, False, note="timed out")
-            if m is None:
-                return Attempt(stage, rule.id, False)
-            note = ""
-            fired = True
-            if extra_check is not None:
-                fired, note = extra_check(m)
-            return Attempt(stage, rule.id, fired, m.span(), m.group(), note)
-
-        for rule in self.corrections:
-            attempts.append(attempt("correction", rule))
-        if len(tokens) > s.max_follow_up_words:
-            attempts.append(Attempt("vocabulary", None, False,
-                                    note=f"{len(tokens)} words; follow-ups have at most {s.max_follow_up_words}"))
-            return Explanation(decision, text, tokens, tuple(attempts))
-        spans = [m.span() for m in matches]
-        try:
-            head, covered = self._cover(list(tokens))
-        except _Timeout as t:
-            attempts.append(Attempt("vocabulary", t.rule_id, False, note="timed out"))
-            return Explanation(decision, text, tokens, tuple(attempts))
-        for rule in self.follow_ups:
-            def check(m, rule=rule):
-                return self._topic_check(rule, spans, covered, *m.span())
-            attempts.append(attempt("follow_up", rule, check))
-        content = [t for t, c in zip(tokens, covered) if not c]
-        if head is not None and not content:
-            index, first, last = head
-            attempts.append(Attempt("vocabulary", self.vocab_sets[index].id, True,
-                                    (matches[first].start(), matches[last - 1].end()),
-                                    " ".join(tokens[first:last]), "every word is in the vocabulary"))
-        else:
-            note = f"words not in the vocabulary: {', '.join(content)}" if content else "only filler words"
-            attempts.append(Attempt("vocabulary", None, False, note=note))
-        return Explanation(decision, text, tokens, tuple(attempts))
+        """Classify ``message`` and report every rule, in the order they are applied (see :mod:`cleo_rules.explain`)."""
+        recorder = Recorder(self)
+        return recorder.explanation(self.classify(message, history, recorder))
