@@ -28,8 +28,9 @@ PREFILTERED = "not tried: its required words/strings are absent (prefilter)"
 class Attempt:
     """One rule in an :class:`Explanation`.
 
-    ``stage`` is ``"length"``, ``"correction"``, ``"follow_up"`` or
-    ``"vocabulary"``. ``tried`` says whether the walk ran the rule;
+    ``stage`` is ``"length"``, ``"correction"``, ``"follow_up"``,
+    ``"vocabulary"`` or ``"referent"`` (a referent rule, tried on a follow-up
+    with assistant turns in its history). ``tried`` says whether the walk ran the rule;
     ``fired`` whether it took the message. ``span`` is ``(start, end)`` of
     the rule's match in the user's own text (as :attr:`Decision.span`) and
     ``matched`` that text; for a match that a topic-word bound refused they
@@ -58,6 +59,11 @@ class Explanation:
     words: tuple[str, ...]
     attempts: tuple[Attempt, ...] = field(default_factory=tuple)
 
+    @property
+    def parts(self):
+        """The query's parts (:attr:`Decision.parts`), each with where it came from."""
+        return self.decision.parts
+
     def to_dict(self) -> dict:
         return {
             "decision": self.decision.to_dict(),
@@ -68,6 +74,7 @@ class Explanation:
                  "span": list(a.span) if a.span else None, "matched": a.matched, "note": a.note}
                 for a in self.attempts
             ],
+            "parts": [p.to_dict() for p in self.decision.parts],
         }
 
 
@@ -105,6 +112,8 @@ class Recorder:
         self._end: tuple[int, str] | None = None  # patterns from this index on were not tried, and why
         self._vocabulary: Attempt | None = None
         self._timed_out: str | None = None
+        self._referents: list[Attempt] = []
+        self._refused: dict[int, str] = {}  # patterns whose match a guard or word cap refused, and why
 
     # -- what the walk reports ------------------------------------------
 
@@ -136,6 +145,41 @@ class Recorder:
         self._topic.add(index)
         a = self._searched[index]
         self._searched[index] = Attempt(a.stage, a.rule, ok, a.span, a.matched, _topic_note(rule, outside, before))
+
+    def too_long(self, rule, words: int) -> None:
+        """A follow-up pattern matched a message with more words than the rule takes."""
+        cap = rule.max_words if rule.max_words is not None else self._matcher.settings.max_follow_up_words
+        self._refuse(rule, f"matched, but the message has {words} words and this rule takes at most {cap}")
+
+    def guard(self, rule, why: str) -> None:
+        """A guarded follow-up pattern matched, and its guard refused the match."""
+        self._refuse(rule, f"matched, but {why}")
+
+    def _refuse(self, rule, note: str) -> None:
+        index = self._index[rule.id]
+        a = self._searched[index]
+        self._searched[index] = Attempt(a.stage, a.rule, False, a.span, a.matched, note)
+
+    def referent_tried(self, rule, match, found) -> None:
+        """Referent rule ``rule`` was tried on the message: its ``match`` (or None) and what it ``found``."""
+        if match is None:
+            self._referents.append(Attempt("referent", rule.id, False, note="no match"))
+            return
+        start, end = match.span()
+        span = original_span(self._scanned, start, end, self._text)
+        if found is None:
+            note = f"matched, but its selector ({rule.select}) found nothing in the conversation"
+        else:
+            note = (f"{rule.select}: {found.text!r} from {found.said.where}, "
+                    f"{found.span[0]}..{found.span[1]} of that turn")
+        self._referents.append(Attempt("referent", rule.id, found is not None, span,
+                                       self._scanned[span[0]:span[1]], note))
+
+    def referent(self, part) -> None:
+        """The query's referent part (found by a rule, or the last reply's opening words)."""
+        if part.rule is None:
+            self._referents.append(Attempt("referent", None, True, note=(
+                f"no referent rule found one: the last reply's opening words, from {part.where}")))
 
     def stopped(self, words: int, length: int) -> None:
         """After the corrections, the message is too long for a follow-up."""
@@ -213,6 +257,7 @@ class Recorder:
             vocabulary = Attempt(vocabulary.stage, vocabulary.rule, True, decision.span, decision.matched,
                                  vocabulary.note)
         attempts.append(vocabulary)
+        attempts += self._referents
         return Explanation(decision, self._text, self._tokens, tuple(attempts))
 
     def _length_attempt(self, stripped: int, fired: bool) -> Attempt:

@@ -26,9 +26,13 @@ import logging
 
 import regex
 
-from .decision import CORRECTION, FOLLOW_UP, SKIP, SUBSTANTIVE, Decision, make_decision
+from .decision import CORRECTION, FOLLOW_UP, SKIP, SUBSTANTIVE, Decision, Part, make_decision
 from .explain import Explanation, Recorder
+from .history import USER, read_history
+from .names import has_name_before, names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
+from .referents import ReferentFinder
+from .shaping import shape
 from .text import WORD, normalize, original_span, word_pattern
 
 __all__ = ["Matcher", "ROLE_PRIORITY"]
@@ -79,8 +83,18 @@ class Matcher:
     classification.
     """
 
-    def __init__(self, settings, vocab_sets, follow_ups, corrections, identity):
+    def __init__(self, settings, vocab_sets, follow_ups, corrections, identity, *, referent_rules=(),
+                 lexicon=None, referent_words=None):
         self.settings = settings
+        self.lexicon = dict(lexicon or {})
+        common = self.lexicon.get("common", frozenset())
+        function_words = frozenset(w for v in vocab_sets if v.role == "filler" for w in v.words)
+        self._names = (common, function_words, common | self.lexicon.get("nouns", frozenset()))
+        words = referent_words or {}
+        self.referents = ReferentFinder(
+            referent_rules, common=common, dictionary=self._names[2], function_words=function_words,
+            time_words=words.get("time_words", ()), clause_verbs=words.get("clause_verbs", ()),
+            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0)
         self.vocab_sets = tuple(vocab_sets)
         self.follow_ups = tuple(follow_ups)
         self.corrections = tuple(corrections)
@@ -116,6 +130,9 @@ class Matcher:
         # the set reported for a vocabulary follow-up: most telling role first
         self._rank = tuple(ROLE_PRIORITY.index(s.role) if s.role in ROLE_PRIORITY else None
                            for s in self.vocab_sets)
+        # the most words a follow-up pattern takes (the pack's cap, or a rule's own)
+        self._longest = max([settings.max_follow_up_words] +
+                            [r.max_words for r in self.follow_ups if r.max_words is not None])
         # one scan finds the rules whose requirements a text meets
         self._patterns = self.corrections + self.follow_ups
         self._index = LiteralIndex([_requirements(r) for r in self._patterns])
@@ -205,6 +222,35 @@ class Matcher:
             i += length
         return head, covered, None
 
+    def _guards_pass(self, rule, m, message: str, text: str, tokens, rec) -> bool:
+        """Whether a match of a guarded rule stands: lexicon head, and no name where the rule forbids one.
+
+        Names are read in the message as typed (:mod:`cleo_rules.names`); the
+        match's start is mapped back from the normalised text.
+        """
+        if rule.head_in is not None:
+            last = WORD.findall(m.group())
+            if not last or last[-1] not in self.lexicon.get(rule.head_in, ()):
+                if rec is not None:
+                    rec.guard(rule, f"its last word is not in the lexicon's {rule.head_in}")
+                return False
+        if rule.unless_name or rule.unless_name_before:
+            scanned = message[: self.settings.max_scan_chars]
+            common, function_words, dictionary = self._names
+            if rule.unless_name:
+                found = names(scanned, common, function_words, dictionary)
+                if found:
+                    if rec is not None:
+                        rec.guard(rule, f"the message names {found[0].text!r}")
+                    return False
+            else:
+                start = original_span(scanned, m.start(), m.end(), text)[0]
+                if has_name_before(scanned, start, common, function_words, dictionary):
+                    if rec is not None:
+                        rec.guard(rule, "the message names something before the match")
+                    return False
+        return True
+
     def _first(self, candidates, text, accept=None, rec=None):
         """The first rule, in file order, that matches: ``(rule, match)`` or None.
 
@@ -279,7 +325,8 @@ class Matcher:
             if hit is not None:
                 rule, m = hit
                 return CORRECTION, rule.id, m.span(), text, None
-            if len(tokens) > s.max_follow_up_words or len(message) > s.max_scan_chars:
+            long = len(tokens) > s.max_follow_up_words
+            if len(message) > s.max_scan_chars or long and len(tokens) > self._longest:
                 if rec is not None:
                     rec.stopped(len(tokens), len(message))
                 return SUBSTANTIVE, None, None, text, None
@@ -288,6 +335,13 @@ class Matcher:
 
             def topic_free(rule, m):
                 nonlocal cover, spans
+                if rule.max_words is not None and len(tokens) > rule.max_words or \
+                        rule.max_words is None and long:
+                    if rec is not None:
+                        rec.too_long(rule, len(tokens))
+                    return False
+                if rule.guarded and not self._guards_pass(rule, m, message, text, tokens, rec):
+                    return False
                 if not rule.topic_bounded:
                     return True
                 if cover is None:
@@ -303,6 +357,10 @@ class Matcher:
             if hit is not None:
                 rule, m = hit
                 return FOLLOW_UP, rule.id, m.span(), text, None
+            if long:
+                if rec is not None:
+                    rec.stopped(len(tokens), len(message))
+                return SUBSTANTIVE, None, None, text, None
             if cover is not None:
                 head = cover[0] if all(cover[1]) else None
             else:
@@ -323,49 +381,53 @@ class Matcher:
         return SUBSTANTIVE, None, None, text, None
 
     def anchor_for(self, history) -> str | None:
-        """The last substantive message in ``history`` (oldest first), or None."""
-        if isinstance(history, str):
-            raise TypeError("history must be a sequence of earlier messages, not one string")
+        """The last substantive user message in ``history`` (oldest first), or None."""
+        said = self._anchor(read_history(history))
+        return None if said is None else said.content
+
+    def _anchor(self, history):
+        """The last substantive user turn among the last ``anchor_lookback`` user turns, or None."""
         lookback = self.settings.anchor_lookback
-        items = history[-lookback:] if isinstance(history, (tuple, list)) else list(history)[-lookback:]
-        for earlier in reversed(items):
-            if not isinstance(earlier, str):
-                raise TypeError(f"history items must be strings, found {type(earlier).__name__}")
-            if self._history_kind(earlier) == SUBSTANTIVE:
-                return earlier
+        seen = 0
+        for said in reversed(history):
+            if said.role != USER:
+                continue
+            seen += 1
+            if seen > lookback:
+                break
+            if self._history_kind(said.content) == SUBSTANTIVE:
+                return said
         return None
 
     def classify(self, message: str, history=(), recorder: Recorder | None = None) -> Decision:
-        """The :class:`Decision` on ``message``, given earlier user messages (oldest first).
+        """The :class:`Decision` on ``message``, given the conversation before it (oldest first).
 
-        ``recorder`` (a :class:`~cleo_rules.explain.Recorder`) is told every
-        step of the walk; the decision is the same with or without it.
+        ``history`` items are strings (user messages) or ``{"role", "content"}``
+        mappings (:mod:`cleo_rules.history`); a malformed item raises
+        :class:`~cleo_rules.history.HistoryError`. ``recorder`` (a
+        :class:`~cleo_rules.explain.Recorder`) is told every step of the walk;
+        the decision is the same with or without it.
         """
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
+        said = read_history(history)
         kind, rule, span, normalized, note = self._classify(message, recorder)
-        # the query: nothing for a skip, the anchor and the message combined
-        # for a follow-up, else the message as typed
-        anchor = None
-        query: str | None
-        if kind == SKIP:
-            query = None
-        elif kind == FOLLOW_UP:
-            anchor = self.anchor_for(history)
-            if anchor is None:
-                query = message
-                note = "no substantive message in history; searched as typed"
-            else:
-                query = self.settings.combine.format(anchor=anchor, message=message)
+        # the query: nothing for a skip, the message as typed for a correction
+        # or a substantive message, its parts combined for a follow-up
+        if kind == FOLLOW_UP:
+            query, parts, why = shape(self, message, normalized, said, recorder)
+            note = note or why
         else:
-            query = message
+            query, parts = (None, ()) if kind == SKIP else (message, (Part("message", message, "message"),))
+        anchor = next((p.text for p in parts if p.name == "anchor"), None)
         orig_span = matched = None
         if span is not None:
             orig_span = original_span(message[: self.settings.max_scan_chars], span[0], span[1], normalized)
             matched = message[orig_span[0]:orig_span[1]]
         name, version, digest = self._identity
         return make_decision(kind=kind, rule=rule, span=orig_span, matched=matched, query=query, anchor=anchor,
-                             message=message, pack=name, pack_version=version, pack_hash=digest, note=note)
+                             message=message, pack=name, pack_version=version, pack_hash=digest, note=note,
+                             parts=parts)
 
     def explain(self, message: str, history=()) -> Explanation:
         """Classify ``message`` and report every rule, in the order they are applied (see :mod:`cleo_rules.explain`)."""

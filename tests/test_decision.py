@@ -32,7 +32,7 @@ def test_make_decision_gives_the_value_the_constructor_gives():
 
 
 def test_to_dict_gives_the_span_as_a_list():
-    assert Decision(**FIELDS).to_dict() == {**FIELDS, "span": [5, 12]}
+    assert Decision(**FIELDS).to_dict() == {**FIELDS, "span": [5, 12], "parts": []}
     assert Decision(**{**FIELDS, "span": None, "matched": None}).to_dict()["span"] is None
 
 

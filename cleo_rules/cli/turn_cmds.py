@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
+from ..shaping import render
 
 
 def _load_pack(pack):
@@ -230,7 +231,7 @@ def _comparison(store, pack, t, last_substantive: str | None, k: int):
     if t.decision.anchor:
         return "searched as typed", store.search(t.decision.message, k=k).results
     if t.kind == "correction" and last_substantive:
-        combined = pack.settings.combine.format(anchor=last_substantive, message=t.decision.message)
+        combined = render(pack.settings.combine, anchor=last_substantive, message=t.decision.message)
         return "combined with the earlier message", store.search(combined, k=k).results
     return None
 

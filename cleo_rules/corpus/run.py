@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Problem
+from ..shaping import render
 from ..text import normalize
 from . import files as cfiles
 from .generate import GENERATOR_VERSION, generate, rule_kind
@@ -315,7 +316,7 @@ class Evaluator:
     def _shape(self, case: Case, d) -> list[str]:
         if case.expect == "follow_up":
             anchor = case.anchor if case.anchor is not None else case.history[-1]
-            want = self.pack.settings.combine.format(anchor=anchor, message=case.message)
+            want = render(self.pack.settings.combine, anchor=anchor, message=case.message)
             if d.query == want:
                 return []
             if d.anchor is None:
@@ -514,7 +515,7 @@ def example_problems(pack) -> list[Problem]:
     from ..pack.load import Source, load_yaml
 
     fast = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    files = sorted({r.file for r in pack.rules})
+    files = sorted({r.file for r in pack.rules + pack.referent_rules})
     cheap = {}
     for f in files:
         try:

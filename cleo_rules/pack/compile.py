@@ -47,6 +47,9 @@ class Settings:
     timeout_ms: float = 50
     max_scan_chars: int = 4000
     anchor_lookback: int = 50
+    referents: bool = True
+    reply_words: int = 20
+    max_referent_words: int = 12
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,15 @@ class PatternRule:
     max_content_before: int | None = None
     generate: Mapping | None = None
     compiled: Any = field(default=None, compare=False, repr=False)
+    max_words: int | None = None
+    unless_name_before: bool = False
+    unless_name: bool = False
+    head_in: str | None = None
+
+    @property
+    def guarded(self) -> bool:
+        """Whether a match must also pass a check on the text as typed or on the lexicon."""
+        return self.unless_name_before or self.unless_name or self.head_in is not None
 
     @property
     def topic_bounded(self) -> bool:
@@ -88,26 +100,46 @@ class PatternRule:
             or self.max_content_before is not None
 
 
+@dataclass(frozen=True)
+class ReferentRule:
+    """A rule of a ``referents`` file: referring words and how their referent is selected."""
+
+    id: str
+    description: str
+    pattern: str
+    select: str
+    examples: tuple  # of mappings: message, history, referent
+    counterexamples: tuple
+    file: str
+    line: int
+    reach: int | None = None
+    compiled: Any = field(default=None, compare=False, repr=False)
+    kind: str = "referent"
+
+
 class Pack:
     """A compiled, immutable rule pack.
 
     ``classify(message, history=())`` returns a :class:`Decision`;
     ``explain`` also lists every rule tried. Attributes: ``name``,
     ``version``, ``locale``, ``content_hash``, ``settings``, ``rules``,
-    ``context`` (templates for the context block), ``slots`` (corpus fillers).
+    ``context`` (templates for the context block), ``slots`` (corpus fillers),
+    ``referent_rules`` and ``lexicon`` (word sets by name).
     """
 
     __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings",
-                 "vocab_sets", "follow_ups", "corrections", "context", "slots", "slots_seed", "_matcher",
-                 "_frozen")
+                 "vocab_sets", "follow_ups", "corrections", "context", "slots", "slots_seed", "referent_rules",
+                 "lexicon", "referent_words", "_matcher", "_frozen")
 
     def __init__(self, *, name, version, locale, description, path, content_hash, settings,
-                 vocab_sets, follow_ups, corrections, context, slots, slots_seed):
+                 vocab_sets, follow_ups, corrections, context, slots, slots_seed, referent_rules=(),
+                 lexicon=MappingProxyType({}), referent_words=MappingProxyType({})):
         for key, value in locals().items():
             if key != "self":
                 object.__setattr__(self, key, value)
         object.__setattr__(self, "_matcher",
-                           Matcher(settings, vocab_sets, follow_ups, corrections, (name, version, content_hash)))
+                           Matcher(settings, vocab_sets, follow_ups, corrections, (name, version, content_hash),
+                                   referent_rules=referent_rules, lexicon=lexicon, referent_words=referent_words))
         object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, key, value):
@@ -118,17 +150,21 @@ class Pack:
 
     @property
     def rules(self) -> tuple:
-        """Every rule, in the order they are applied: corrections, vocabulary, follow-ups."""
+        """Every classification rule: corrections, vocabulary sets, follow-ups (see ``referent_rules``)."""
         return self.corrections + self.vocab_sets + self.follow_ups
 
     def rule(self, rule_id: str):
-        for r in self.rules:
+        for r in self.rules + self.referent_rules:
             if r.id == rule_id:
                 return r
         raise KeyError(rule_id)
 
     def classify(self, message: str, history=()) -> Decision:
-        """Classify ``message`` given earlier user messages (oldest first)."""
+        """Classify ``message`` given the conversation before it, oldest first.
+
+        History items are strings (user messages) or ``{"role": "user" |
+        "assistant", "content": str}`` (see :mod:`cleo_rules.history`).
+        """
         return self._matcher.classify(message, history)
 
     def explain(self, message: str, history=()) -> Explanation:
@@ -254,8 +290,12 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     corrections: list[PatternRule] = []
     slots: dict[str, tuple[str, ...]] = {}
     slots_seed = 0
+    referent_rules: list[ReferentRule] = []
+    lexicon: dict[str, frozenset[str]] = {}
+    referent_words: dict[str, tuple[str, ...]] = {}
     seen_ids: dict[str, tuple[Source, str]] = {}
     seen_words: dict[str, tuple[str, Source, str]] = {}
+    wants_lexicon: list[tuple[Source, str, str, str]] = []
 
     def claim_id(src, ptr, rid):
         if not isinstance(rid, str):
@@ -279,6 +319,17 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
             if isinstance(data.get("seed"), int):
                 slots_seed = data["seed"]
             continue
+        if kind == "lexicon":
+            for sname, entry in (data.get("sets") or {}).items():
+                if isinstance(entry, dict) and isinstance(entry.get("words"), list):
+                    lexicon[sname] = lexicon.get(sname, frozenset()) | frozenset(
+                        w for w in entry["words"] if isinstance(w, str))
+            continue
+        if kind == "referents":
+            for key in ("time_words", "clause_verbs"):
+                if isinstance(data.get(key), list):
+                    referent_words[key] = referent_words.get(key, ()) + tuple(
+                        w for w in data[key] if isinstance(w, str))
         items = data.get("sets" if kind == "vocabulary" else "rules")
         if not isinstance(items, list):
             continue
@@ -341,6 +392,12 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                 problems += found
             if compiled is None or not ok:
                 continue
+            if kind == "referents":
+                referent_rules.append(ReferentRule(
+                    id=rid, description=item.get("description", ""), pattern=pattern, select=item.get("select", ""),
+                    examples=_tup(item.get("examples")), counterexamples=_tup(item.get("counterexamples")),
+                    file=src.display, line=line, reach=item.get("reach"), compiled=compiled))
+                continue
             rule = PatternRule(
                 id=rid, kind="correction" if kind == "corrections" else "follow_up",
                 description=item.get("description", ""), pattern=pattern,
@@ -348,9 +405,18 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                 file=src.display, line=line, request_forms=_tup(item.get("request_forms")),
                 max_content_words=item.get("max_content_words"),
                 min_content_words=item.get("min_content_words") or 0,
-                max_content_before=item.get("max_content_before"), generate=item.get("generate"), compiled=compiled)
+                max_content_before=item.get("max_content_before"), generate=item.get("generate"), compiled=compiled,
+                max_words=item.get("max_words"), unless_name_before=bool(item.get("unless_name_before")),
+                unless_name=bool(item.get("unless_name")), head_in=item.get("head_in"))
+            if rule.head_in is not None:
+                wants_lexicon.append((src, pointer_join(ptr, "head_in"), rid, rule.head_in))
             (corrections if kind == "corrections" else follow_ups).append(rule)
 
+    for src, ptr, rid, set_name in wants_lexicon:
+        if set_name not in lexicon:
+            known = ", ".join(sorted(lexicon)) or "none: the pack lists no lexicon file"
+            problems.append(src.problem("E140", f"head_in names lexicon set {set_name!r}, which the pack does not have",
+                                        ptr, rule=rid, rank=4, help=f"use one of the lexicon's sets ({known})"))
     if any(p.severity == "error" for p in problems):
         raise PackError(problems, pack=_display(pack_dir))
 
@@ -359,7 +425,9 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     pack = Pack(name=name, version=mdata.get("version", "0.0.0"), locale=mdata.get("locale", ""),
                 description=mdata.get("description", ""), path=pack_dir, content_hash=digest, settings=settings,
                 vocab_sets=tuple(vocab_sets), follow_ups=tuple(follow_ups), corrections=tuple(corrections),
-                context=MappingProxyType(context), slots=MappingProxyType(slots), slots_seed=slots_seed)
+                context=MappingProxyType(context), slots=MappingProxyType(slots), slots_seed=slots_seed,
+                referent_rules=tuple(referent_rules), lexicon=MappingProxyType(lexicon),
+                referent_words=MappingProxyType(referent_words))
     if check_examples:
         by_file = {s.display: s for s, _ in sources}
         problems += example_problems(pack, by_file)
@@ -378,9 +446,48 @@ def _rule_pointer(src: Source, rule_id: str) -> str:
     return ""
 
 
+def _referent_problems(pack: Pack, rule: ReferentRule, src: Source, base: str) -> list[Problem]:
+    """A referent rule's examples must find their referent by this rule; its counterexamples nothing by it."""
+    from ..history import HistoryError, read_history
+    from ..text import normalize
+
+    problems = []
+    finder = pack.matcher.referents
+    for key, cases in (("examples", rule.examples), ("counterexamples", rule.counterexamples)):
+        for j, case in enumerate(cases):
+            if not isinstance(case, Mapping):
+                continue
+            ptr = pointer_join(pointer_join(base, key), j)
+            message = case.get("message", "")
+            try:
+                history = read_history(case.get("history") or ())
+            except (TypeError, HistoryError) as exc:
+                problems.append(src.problem("E141", f"{key[:-1]}'s history is malformed: {exc}", ptr, rule=rule.id,
+                                            rank=8, help="history items are strings or {role, content}"))
+                continue
+            found = finder.find(normalize(message[: pack.settings.max_scan_chars]), message, history)
+            got = "nothing" if found is None else f"{found.text!r} by {found.rule}"
+            if key == "examples":
+                want = case.get("referent")
+                if found is None or found.rule != rule.id or found.text != want:
+                    help = ("another referent rule is tried first and answers; narrow it or reorder the rules"
+                            if found is not None and found.rule != rule.id else
+                            "check the pattern matches the referring words, and that the history offers the referent")
+                    problems.append(src.problem("E142", f"example {message!r} should find {want!r} by this rule, "
+                                                f"but finds {got}", ptr, rule=rule.id, rank=8, help=help))
+            elif found is not None and found.rule == rule.id:
+                problems.append(src.problem("E143", f"counterexample {message!r} finds {found.text!r} by this rule",
+                                            ptr, rule=rule.id, rank=8,
+                                            help="narrow the pattern, or change the counterexample's history"))
+    return problems
+
+
 def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
     """Every example must fire its rule; counterexamples and request forms must not."""
     problems = []
+    for rule in pack.referent_rules:
+        src = sources[rule.file]
+        problems += _referent_problems(pack, rule, src, _rule_pointer(src, rule.id))
     for rule in pack.rules:
         src = sources[rule.file]
         base = _rule_pointer(src, rule.id)

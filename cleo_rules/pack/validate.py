@@ -21,7 +21,7 @@ from ..errors import Problem
 from ..resources import schemas_dir
 from .load import Source, pointer_join
 
-KINDS = ("vocabulary", "follow_ups", "corrections", "slots")
+KINDS = ("vocabulary", "follow_ups", "corrections", "referents", "lexicon", "slots")
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
                "object": "a mapping", "boolean": "true or false", "null": "nothing"}
 
@@ -168,13 +168,13 @@ def check_combine(source: Source, template: str) -> list[Problem]:
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
     except ValueError as exc:
         return [source.problem("E137", f"combine template is malformed: {exc}", ptr,
-                               help="use {anchor} and {message}; write {{ or }} for a literal brace")]
-    wrong = fields - {"anchor", "message"}
+                               help="use {anchor}, {referent} and {message}; write {{ or }} for a literal brace")]
+    wrong = fields - {"anchor", "referent", "message"}
     missing = {"anchor", "message"} - fields
     problems = []
     if wrong:
         problems.append(source.problem("E137", f"combine template uses unknown field(s) {', '.join(sorted(wrong))}",
-                                       ptr, help="only {anchor} and {message} are available"))
+                                       ptr, help="only {anchor}, {referent} and {message} are available"))
     if missing:
         problems.append(source.problem("E137", f"combine template lacks {', '.join('{' + m + '}' for m in sorted(missing))}",
                                        ptr, help="a follow-up's query needs both the anchor and the message"))

@@ -1,0 +1,283 @@
+"""The pack on whole conversations written by others: CANARD and GECOR-CamRest676.
+
+Reads ``../shared/eval/dialogue/`` (each user turn with the conversation before
+it, role-tagged, the human rewrite and the answer that followed; labels derived
+from the rewrites, see that folder's README) and prints, per dataset:
+
+* **detection**: context-dependent turns (``follow_up`` label) classified
+  ``follow_up``, and how many of them were actually combined with something;
+  standalone turns (``substantive``) classified ``substantive``; turns wrongly
+  classified ``correction``; social turns (closings, nods) classified
+  ``follow_up``;
+* **query quality** on the context-dependent turns, for each way of forming the
+  searched query:
+
+  ``raw``          the message as typed,
+  ``user``         the pack's query with user-only history (strings),
+  ``roles``        the pack's query with role-tagged history (user and
+                   assistant turns),
+  ``append``       the message followed by the whole last assistant reply,
+                   blindly, on every context-dependent turn (a yardstick),
+  ``rewrite``      the human rewrite (the ceiling);
+
+  mean cosine similarity of the query to the human rewrite, and
+  answer-recall@5: the turn's own answer among the 5 nearest of every distinct
+  assistant utterance in the file (turns whose answer is known). Both are also
+  split by where the words the rewrite adds come from: mostly (>= 50%) in
+  earlier user turns, or not (in the assistant's replies or nowhere).
+
+A PNG chart of answer-recall@5 by mode goes to ``out/eval_dialogue.png``.
+
+Usage::
+
+    .venv/bin/python bench/eval_dialogue.py [--pack DIR] [--dataset canard|gecor_camrest]
+        [--show LABEL:KIND] [--limit N] [--no-embed]
+
+``--show follow_up:substantive`` lists the context-dependent turns the pack
+searched as typed, to read what the rules miss. ``--no-embed`` prints the
+detection figures only (no model, a few seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from evaldata import EVAL_DIR, read_jsonl  # noqa: E402
+
+from cleo_rules import load_pack  # noqa: E402
+
+DIALOGUE_DIR = EVAL_DIR / "dialogue"
+DATASETS = {"canard": "canard.jsonl", "gecor_camrest": "gecor_camrest.jsonl"}
+MODES = ("raw", "user", "roles", "append", "rewrite")
+K = 5
+
+
+def load(name: str, eval_dir: Path = DIALOGUE_DIR) -> list[dict]:
+    return list(read_jsonl(Path(eval_dir) / DATASETS[name]))
+
+
+def decide(pack, rows):
+    """Both decisions per row: with user-only history and with role-tagged history."""
+    out = []
+    roles = True
+    for r in rows:
+        du = pack.classify(r["message"], r["history"])
+        dr = du
+        if roles:
+            try:
+                dr = pack.classify(r["message"], r["turns"])
+            except TypeError:  # a pack or version that reads user messages only
+                roles = False
+        out.append((du, dr))
+    if not roles:
+        print("  (this version takes user messages only: 'roles' repeats 'user')")
+    return out
+
+
+def ratio(hit: int, total: int) -> str:
+    return f"{hit / total:6.3f} ({hit}/{total})" if total else "   n/a"
+
+
+def detection(rows, decisions) -> dict:
+    by_label = Counter(r["label"] for r in rows)
+    counts = Counter()
+    for r, (du, dr) in zip(rows, decisions):
+        for tag, d in (("user", du), ("roles", dr)):
+            counts[(tag, r["label"], d.kind)] += 1
+            if r["label"] == "follow_up" and d.kind == "follow_up" and d.query != r["message"]:
+                counts[(tag, "combined")] += 1
+    return {"by_label": by_label, "counts": counts}
+
+
+def print_detection(name, det):
+    by_label, c = det["by_label"], det["counts"]
+    fu, sub, soc = by_label["follow_up"], by_label["substantive"], by_label["social"]
+    not_corr = sum(v for k, v in by_label.items() if k != "skip")
+    print(f"\n{name}: detection ({sum(by_label.values())} turns: {dict(by_label)})")
+    print(f"  {'':44}{'user-only history':>22}{'role-tagged history':>24}")
+    rows = [
+        ("context-dependent -> follow_up", lambda t: ratio(c[(t, "follow_up", "follow_up")], fu)),
+        ("  ... combined with something", lambda t: ratio(c[(t, "combined")], fu)),
+        ("standalone -> substantive", lambda t: ratio(c[(t, "substantive", "substantive")], sub)),
+        ("social -> follow_up", lambda t: ratio(c[(t, "social", "follow_up")], soc)),
+        ("classified correction (no label is one)",
+         lambda t: ratio(sum(v for k, v in c.items() if len(k) == 3 and k[0] == t and k[2] == "correction"), not_corr)),
+    ]
+    for label, f in rows:
+        print(f"  {label:<44}{f('user'):>22}{f('roles'):>24}")
+
+
+def queries(rows, decisions) -> dict[str, list[str]]:
+    """The query each mode searches, for the context-dependent turns."""
+    out = {m: [] for m in MODES}
+    for r, (du, dr) in zip(rows, decisions):
+        if r["label"] != "follow_up":
+            continue
+        out["raw"].append(r["message"])
+        out["user"].append(du.query or r["message"])
+        out["roles"].append(dr.query or r["message"])
+        last = r.get("prev_system") or ""
+        out["append"].append(f"{r['message']}\n{last}" if last else r["message"])
+        out["rewrite"].append(r["rewrite"])
+    return out
+
+
+class Vectors:
+    """Normalised embeddings, each distinct text encoded once."""
+
+    def __init__(self):
+        from cleo_rules.retrieval.embed import Embedder
+
+        self.embedder = Embedder()
+        self.cache: dict[str, object] = {}
+
+    def __call__(self, texts):
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if todo:
+            for t, v in zip(todo, self.embedder.encode(todo)):
+                self.cache[t] = v
+        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 384), dtype="float32")
+
+
+def quality(rows, qs, vectors) -> dict:
+    """Per mode: cosine to the rewrite and answer hits, overall and by where the added words are."""
+    import numpy as np
+
+    fu = [r for r in rows if r["label"] == "follow_up"]
+    pool = list(dict.fromkeys(
+        [t["content"] for r in rows for t in r["turns"] if t["role"] == "assistant"]
+        + [r["answer"] for r in rows if r.get("answer")]))
+    pool_v = vectors(pool)
+    index = {t: i for i, t in enumerate(pool)}
+    rewrite_v = vectors([r["rewrite"] for r in fu])
+    in_user = [(r.get("added_in_user_history") or 0.0) >= 0.5 for r in fu]
+    with_answer = [bool(r.get("answer")) for r in fu]
+    out = {}
+    for mode, texts in qs.items():
+        qv = vectors(texts)
+        cos = np.sum(qv * rewrite_v, axis=1)
+        sims = qv @ pool_v.T
+        hits = []
+        for i, r in enumerate(fu):
+            if not with_answer[i]:
+                hits.append(None)
+                continue
+            target = index[r["answer"]]
+            rank = int(np.sum(sims[i] > sims[i, target]))
+            hits.append(rank < K)
+        out[mode] = {"cos": cos, "hits": hits}
+    return {"modes": out, "in_user": in_user, "pool": len(pool)}
+
+
+def _mean(values):
+    values = list(values)
+    return statistics.fmean(values) if values else float("nan")
+
+
+def print_quality(name, q):
+    in_user = q["in_user"]
+    groups = {"all": [True] * len(in_user), "added words in user turns": in_user,
+              "added words elsewhere": [not u for u in in_user]}
+    print(f"\n{name}: query quality on context-dependent turns (answer pool: {q['pool']} assistant utterances)")
+    print(f"  {'mode':<9}" + "".join(f"{g + ' (n)':>30}" for g in groups))
+    first = next(iter(q["modes"].values()))
+    print("  cosine to the human rewrite")
+    for mode, m in q["modes"].items():
+        cells = []
+        for g, sel in groups.items():
+            vals = [c for c, s in zip(m["cos"], sel) if s]
+            cells.append(f"{_mean(vals):.3f} ({len(vals)})")
+        print(f"  {mode:<9}" + "".join(f"{c:>30}" for c in cells))
+    print(f"  answer-recall@{K}")
+    for mode, m in q["modes"].items():
+        cells = []
+        for g, sel in groups.items():
+            vals = [h for h, s in zip(m["hits"], sel) if s and h is not None]
+            cells.append(f"{_mean(vals):.3f} ({len(vals)})")
+        print(f"  {mode:<9}" + "".join(f"{c:>30}" for c in cells))
+    del first
+
+
+def chart(results: dict, path: Path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no chart)")
+        return
+    names = list(results)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(MODES)
+    for j, mode in enumerate(MODES):
+        vals = [_mean(h for h in results[n]["modes"][mode]["hits"] if h is not None) for n in names]
+        bars = ax.bar([i + j * width for i in range(len(names))], vals, width, label=mode)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.set_xticks([i + width * (len(MODES) - 1) / 2 for i in range(len(names))], names)
+    ax.set_ylabel(f"answer-recall@{K}")
+    ax.set_title("Context-dependent turns: the turn's own answer among the top 5")
+    ax.legend(fontsize=8, ncols=len(MODES), loc="upper left")
+    ax.set_ylim(0, 1)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    print(f"\nchart: {path}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pack", default=None)
+    ap.add_argument("--eval", type=Path, default=DIALOGUE_DIR)
+    ap.add_argument("--dataset", choices=sorted(DATASETS), action="append")
+    ap.add_argument("--show", default=None, help="LABEL:KIND, e.g. follow_up:substantive")
+    ap.add_argument("--history", choices=("user", "roles"), default="roles", help="history used by --show")
+    ap.add_argument("--limit", type=int, default=None, help="first N turns of each dataset only")
+    ap.add_argument("--no-embed", action="store_true", help="detection figures only")
+    ap.add_argument("--chart", type=Path, default=ROOT / "out" / "eval_dialogue.png")
+    args = ap.parse_args(argv)
+    if not (args.eval / DATASETS["canard"]).exists():
+        sys.exit(f"dialogue data not found under {args.eval}")
+    pack = load_pack(args.pack)
+    print(f"pack {pack.name} {pack.version} ({pack.content_hash})")
+    vectors = None if args.no_embed else Vectors()
+    results = {}
+    for name in args.dataset or DATASETS:
+        rows = load(name, args.eval)[: args.limit]
+        t0 = time.perf_counter()
+        decisions = decide(pack, rows)
+        elapsed = time.perf_counter() - t0
+        print_detection(name, detection(rows, decisions))
+        print(f"  ({2 * len(rows)} classifications in {elapsed:.2f} s)")
+        if args.show:
+            label, kind = args.show.split(":")
+            pick = 0 if args.history == "user" else 1
+            print(f"\n{name}: label {label}, classified {kind} ({args.history} history)")
+            for r, ds in zip(rows, decisions):
+                d = ds[pick]
+                if r["label"] == label and d.kind == kind:
+                    print(f"  [{d.rule}] {r['message']!r}  ->  {r['rewrite']!r}")
+        if vectors is not None:
+            results[name] = quality(rows, queries(rows, decisions), vectors)
+            print_quality(name, results[name])
+    if results:
+        chart(results, args.chart)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Names in text as typed: the words a writer capitalised because they name something.
+
+Rules match normalised, case-folded text, where "Zappa" and "zappa" are one
+word; whether a word names something is only visible in the text as typed.
+Two stages read it there:
+
+* the matcher's guards (``unless_name_before``, ``unless_name``): a pronoun
+  after a name in the same message may point at that name ("How did Aretha
+  Franklin get her first record deal?"), so it is not a reference back;
+* the referent finder (:mod:`cleo_rules.referents`): the things an
+  assistant's reply names are what a later "they" or "the second one" points at.
+
+A *name* is a run of capitalised words ("Northern Kilns", "Zappa and the
+Mothers of Invention" is two), joined by a few lower-case connectors
+("of", "de", "van", "and the" inside a run is not joined: "and" ends it).
+A capitalised word that starts a sentence names something only when it is not
+a common English word (the pack's lexicon set ``common``, built from wordfreq):
+"Generally" and "Injuries" do not, "Potclays" does. Function words that only
+look like names ("I", "I'm") never do. Numbers with a unit and quoted titles
+are read by the referent finder, not here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["NameSpan", "names", "has_name_before"]
+
+# a capitalised word: an upper-case letter then letters, digits, inner
+# apostrophes, hyphens or dots ("O'Brian", "Blink-182", "T.I."), or a word in
+# capitals ("BBC"); a possessive "'s" is left outside
+_CAP = (r"(?:[A-Z\u00c0-\u00d6\u00d8-\u00de][\w\u00c0-\u024f]*"
+        r"(?:(?:[-.]|['\u2019](?![sS]\b))[A-Za-z\u00c0-\u024f0-9][\w\u00c0-\u024f]*)*"
+        r"(?:(?<=\.[A-Z])\.)?)")
+_CONNECT = r"(?:of|de|del|della|di|da|du|des|van|von|der|den|la|le|y|the|on|upon|&)"
+_RUN = re.compile(rf"(?<![\w'\u2019-]){_CAP}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP})*")
+_NEVER = frozenset({"i", "i'm", "i'd", "i'll", "i've", "im", "ok", "okay", "mr", "mrs", "ms", "dr"})
+_SENTENCE_END = re.compile(r"[.!?:;\n\"\u201c(\[]\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class NameSpan:
+    """A name at ``start:end`` of the text; ``initial``: it starts a sentence."""
+
+    text: str
+    start: int
+    end: int
+    initial: bool
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    before = text[:start]
+    return not before.strip() or bool(_SENTENCE_END.search(before))
+
+
+_CONTRACTION = re.compile(r"['\u2019](?:s|t|re|ll|d|ve|m)$")
+
+
+def _bare(word: str) -> str:
+    """``word`` without a contraction's or possessive's tail: "that's" -> "that"."""
+    return _CONTRACTION.sub("", word)
+
+
+def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_words=frozenset(),
+          dictionary: frozenset[str] | set[str] | None = None) -> list[NameSpan]:
+    """The names in ``text`` as typed, in order (see the module docstring).
+
+    ``common`` are common English words (lower case): a sentence-initial
+    capitalised word among them is not a name, and a run that starts with one
+    loses it ("The Northern Kilns quote" gives "Northern Kilns"). ``function_words``
+    (lower case) are never names on their own, wherever they stand. A
+    capitalised word alone at the start of a sentence is a name only when it
+    is not in ``dictionary`` (default: ``common``): with the lexicon's nouns
+    there, "Injuries continued..." names nothing.
+    """
+    out: list[NameSpan] = []
+    for m in _RUN.finditer(text):
+        words = m.group().split()
+        start = m.start()
+        initial = _starts_sentence(text, start)
+        # drop leading words that are not names: "The", "In", a common word
+        # starting a sentence, "I"
+        while words:
+            w = words[0]
+            low = w.lower().rstrip(".")
+            low = _bare(low)
+            if low in _NEVER or low in common and initial or low in function_words or (initial and low in common) or \
+                    (low in ("the", "a", "an") and len(words) > 1):
+                start = text.index(w, start) + len(w)
+                start = len(text) - len(text[start:].lstrip())
+                words = words[1:]
+                initial = False
+                continue
+            break
+        # trailing connectors belong to nothing
+        while words and words[-1].lower() in ("of", "de", "del", "della", "di", "da", "du", "des", "van", "von",
+                                              "der", "den", "la", "le", "y", "the", "on", "upon", "&"):
+            words = words[:-1]
+        if not words:
+            continue
+        if len(words) == 1 and initial and _bare(words[0].lower().rstrip(".")) in (dictionary or common):
+            continue
+        end = start + len(" ".join(words)) if text[start:].startswith(" ".join(words)) else m.end()
+        if not text[start:end].startswith(words[0]):
+            # inner white space was not single spaces: find the words' own end
+            end = text.index(words[-1], start) + len(words[-1])
+        out.append(NameSpan(text[start:end], start, end, initial))
+    return out
+
+
+def has_name_before(text: str, position: int, common=frozenset(), function_words=frozenset()) -> bool:
+    """Whether a name stands in ``text`` before ``position``."""
+    return any(n.start < position for n in names(text[:position], common, function_words))

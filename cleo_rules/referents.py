@@ -1,0 +1,316 @@
+"""What a follow-up points at, found in the conversation before it.
+
+"Yes, go with the second one." names nothing; the second option is in the
+assistant's last reply. "When did they disband?" points at the band the
+assistant named two turns ago. This module reads the conversation (the
+user's and the assistant's turns, as :class:`~cleo_rules.history.Said`) and
+finds the **referent** of a follow-up, deterministically:
+
+1. the pack's referent rules (a ``referents`` file) are tried in file order;
+   a rule's pattern finds the referring words in the normalised message
+   ("the second one", "they", "the band");
+2. its *selector* picks what those words point at:
+
+   ``position``  the n-th option the most recent reply that offers options
+                 lists (first, second, third, last, the former, option B);
+   ``least``, ``most``  the offered option with the smallest or largest figure
+                 ("the cheaper one", "the bigger one");
+   ``other``     the offered option that is not under discussion;
+   ``thing``     the most salient thing named lately, the assistant's last
+                 reply first ("it", "they", "that album");
+   ``person``    the most salient name across the conversation ("he", "her");
+
+3. the first rule that finds something wins; its referent is recorded with
+   where it came from (which turn, which span of it, which rule).
+
+*Options* of a reply are its list items (lines starting "-", "*", "•", "1.",
+"a)") when it has at least two, else the things it names in order.
+*Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
+quoted titles, and a reply's opening subject before one of the pack's
+``clause_verbs`` ("prezzo is an italian restaurant": "prezzo"), which catches
+names typed in lower case. Names that only fix a time (the pack's
+``time_words``: months, days) are never referents.
+
+*Salience* follows the centering idea that a recent subject is the likeliest
+antecedent: each mention scores ``decay ** age`` (age: turns back from the
+message), doubled for a sentence's subject, and a thing's score is the sum over
+its mentions; ``thing`` decays fast (0.5: the last reply dominates),
+``person`` slowly (0.8: a conversation's person persists). A thing the
+message already names is not its referent.
+
+Everything here is plain Python over short texts; what is read off a turn
+(its mentions and options) is remembered by content, bounded
+(:data:`CACHE_ITEMS`), so a long conversation is read once, not on every turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+
+from .history import ASSISTANT, Said
+from .names import names
+
+__all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
+
+SELECTORS = ("position", "least", "most", "other", "thing", "person")
+DEFAULT_REACH = {"person": 12}
+REACH = 6
+#: Turns whose reading is remembered (by content), per finder.
+CACHE_ITEMS = 2048
+CACHE_CHARS = 2000  # a longer turn is read on each call rather than kept
+
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+(.+?)\s*$", re.M)
+_QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{2,60})[\"\u201d]")
+_NUMBER = re.compile(r"(?<![\w.])(?:[£$€¥]\s?)?\d[\d,]*(?:\.\d+)?(?![\w])")
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3,
+             "fifth": 4, "5th": 4, "sixth": 5, "6th": 5, "last": -1, "latter": -1, "final": -1}
+_LETTER = re.compile(r"\b(?:option|number|no\.?|choice|#)\s*([a-h]|\d{1,2})\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A thing a turn names: ``text`` at ``start:end`` of the turn's content."""
+
+    text: str
+    start: int
+    end: int
+    subject: bool = False  # it opens a sentence
+
+    @property
+    def key(self) -> str:
+        return _key(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Referent:
+    """What a follow-up points at, and where it was found."""
+
+    text: str
+    rule: str
+    said: Said            # the turn it came from
+    span: tuple[int, int]  # in ``said.content``
+
+
+def _key(text: str) -> str:
+    """What identifies a thing across its mentions: its last word, lower case ("the Northern Kilns" -> "kilns")."""
+    words = re.findall(r"[\w'\u2019-]+", text.lower())
+    return words[-1].replace("\u2019", "'").removesuffix("'s") if words else ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    mentions: tuple[Mention, ...]
+    options: tuple[Mention, ...]
+
+
+class ReferentFinder:
+    """Finds referents with one pack's referent rules; thread-safe, immutable but for its cache."""
+
+    def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
+                 time_words=(), clause_verbs=(), max_words: int = 12, timeout: float = 0.05):
+        self.rules = tuple(rules)
+        self._common = frozenset(common)
+        self._dictionary = frozenset(dictionary) | self._common
+        self._function = frozenset(function_words)
+        self._time = frozenset(w.lower() for w in time_words)
+        verbs = sorted({v.lower() for v in clause_verbs}, key=len, reverse=True)
+        self._verbs = re.compile(r"\s(?:" + "|".join(map(re.escape, verbs)) + r")\b", re.I) if verbs else None
+        self._max_words = max_words
+        self._timeout = timeout
+        self._cache: OrderedDict[str, _Reading] = OrderedDict()
+        self._lock = Lock()
+
+    # -- reading one turn -----------------------------------------------
+
+    def _read(self, said: Said) -> _Reading:
+        text = said.content
+        if len(text) <= CACHE_CHARS:
+            with self._lock:
+                hit = self._cache.get(text)
+                if hit is not None:
+                    self._cache.move_to_end(text)
+                    return hit
+        reading = self._read_text(text, said.role == ASSISTANT)
+        if len(text) <= CACHE_CHARS:
+            with self._lock:
+                self._cache[text] = reading
+                if len(self._cache) > CACHE_ITEMS:
+                    self._cache.popitem(last=False)
+        return reading
+
+    def _read_text(self, text: str, reply: bool) -> _Reading:
+        found: list[Mention] = []
+        for n in names(text, self._common, self._function, self._dictionary):
+            if _key(n.text) in self._time or n.text.lower() in self._time:
+                continue
+            found.append(Mention(n.text, n.start, n.end, subject=n.initial))
+        for m in _QUOTED.finditer(text):
+            if not any(f.start <= m.start(1) < f.end for f in found):
+                found.append(Mention(m.group(1), m.start(1), m.end(1)))
+        if reply and self._verbs is not None:
+            subject = self._opening_subject(text)
+            if subject is not None and not any(f.start <= subject.start < f.end or subject.start <= f.start < subject.end
+                                               for f in found):
+                found.append(subject)
+        found.sort(key=lambda m: m.start)
+        items = [m for m in _LIST_ITEM.finditer(text)]
+        if len(items) >= 2:
+            options = tuple(Mention(_clip(m.group(1)), m.start(1), m.start(1) + len(_clip(m.group(1)))) for m in items)
+        else:
+            seen: dict[str, Mention] = {}
+            for m in found:
+                seen.setdefault(m.key, m)
+            options = tuple(seen.values())
+        return _Reading(tuple(found), options)
+
+    def _opening_subject(self, text: str) -> Mention | None:
+        """The noun phrase before the first clause verb of the reply's first sentence, when it names something."""
+        first = _SENTENCE.match(text)
+        if first is None or self._verbs is None:
+            return None
+        sentence = first.group()
+        v = self._verbs.search(sentence)
+        if v is None:
+            return None
+        head = sentence[: v.start()]
+        # the subject is what follows the last comma (after "Yes," or "Of course,")
+        cut = max(head.rfind(","), head.rfind(":"))
+        phrase = head[cut + 1:].strip()
+        words = phrase.split()
+        if not 1 <= len(words) <= 5:
+            return None
+        lowered = [w.lower().strip("\"'") for w in words]
+        if lowered[0] in self._function or lowered[-1] in self._function or \
+                all(w in self._dictionary or w in self._function for w in lowered):
+            return None  # a pronoun, "the address", "the food": a description, not a name
+        start = first.start() + sentence.index(phrase)
+        return Mention(phrase, start, start + len(phrase), subject=True)
+
+    # -- selecting --------------------------------------------------------
+
+    def find(self, normalized: str, message: str, history: tuple[Said, ...], recorder=None) -> Referent | None:
+        """The referent of a follow-up ``message`` (``normalized``: as the rules see it), or None."""
+        if not history:
+            return None
+        low = message.lower()
+        for rule in self.rules:
+            try:
+                m = rule.compiled.search(normalized, timeout=self._timeout)
+            except TimeoutError:
+                m = None
+            if m is None:
+                if recorder is not None:
+                    recorder.referent_tried(rule, None, None)
+                continue
+            found = self._select(rule, m, low, history)
+            if recorder is not None:
+                recorder.referent_tried(rule, m, found)
+            if found is not None:
+                return found
+        return None
+
+    def _window(self, rule, history):
+        reach = rule.reach or DEFAULT_REACH.get(rule.select, REACH)
+        return history[-reach:]
+
+    def _select(self, rule, match, message_low: str, history) -> Referent | None:
+        window = self._window(rule, history)
+        sel = rule.select
+        if sel in ("position", "least", "most", "other"):
+            return self._option(rule, match, message_low, window)
+        return self._salient(rule, match, message_low, window, decay=0.8 if sel == "person" else 0.5)
+
+    def _offer(self, window):
+        """The most recent assistant turn offering two or more options: ``(said, options)``."""
+        for said in reversed(window):
+            if said.role == ASSISTANT:
+                options = self._read(said).options
+                if len(options) >= 2:
+                    return said, options
+        return None, ()
+
+    def _option(self, rule, match, message_low, window) -> Referent | None:
+        said, options = self._offer(window)
+        if said is None:
+            return None
+        sel = rule.select
+        chosen: Mention | None = None
+        if sel == "position":
+            words = match.group().lower()
+            index = None
+            letter = _LETTER.search(words)
+            if letter:
+                token = letter.group(1)
+                index = int(token) - 1 if token.isdigit() else ord(token) - ord("a")
+            else:
+                for w in re.findall(r"\w+", words):
+                    if w in _ORDINALS:
+                        index = _ORDINALS[w]
+                        break
+            if index is None or not -len(options) <= index < len(options):
+                return None
+            chosen = options[index]
+        elif sel in ("least", "most"):
+            figures = []
+            text = said.content
+            for i, option in enumerate(options):
+                end = options[i + 1].start if i + 1 < len(options) else len(text)
+                number = _NUMBER.search(text, option.end, end) or _NUMBER.search(option.text)
+                if number is None:
+                    return None
+                digits = re.sub(r"[^\d.]", "", number.group())
+                try:
+                    figures.append(float(digits))
+                except ValueError:
+                    return None
+            pick = min if sel == "least" else max
+            best = pick(figures)
+            if figures.count(best) != 1:
+                return None
+            chosen = options[figures.index(best)]
+        else:  # other: the options not named since the offer, nor in the message
+            later = [s for s in window if s.index > said.index]
+            named = {m.key for s in later for m in self._read(s).mentions}
+            rest = [o for o in options if o.key not in named and o.key not in message_low]
+            if len(rest) != 1 or len(rest) == len(options):
+                return None
+            chosen = rest[0]
+        return self._referent(chosen, rule, said)
+
+    def _salient(self, rule, match, message_low, window, decay: float) -> Referent | None:
+        scores: dict[str, float] = {}
+        best: dict[str, tuple[Mention, Said]] = {}
+        said_words = set(re.findall(r"[\w']+", message_low))
+        head = match.group().split()[-1] if rule.select == "thing" else None
+        for age, said in enumerate(reversed(window)):
+            weight = decay ** age
+            for m in self._read(said).mentions:
+                k = m.key
+                if not k or k in said_words or m.text.lower() in message_low:
+                    continue  # the message names it already
+                s = weight * (2.0 if m.subject else 1.0)
+                if head and head in m.text.lower().split():
+                    s *= 3.0  # "the band" and "the Mothers of Invention band"
+                scores[k] = scores.get(k, 0.0) + s
+                if k not in best or len(m.text) > len(best[k][0].text):
+                    best[k] = (m, said)
+        if not scores:
+            return None
+        top = max(scores, key=lambda k: (scores[k], best[k][1].index))
+        mention, said = best[top]
+        return self._referent(mention, rule, said)
+
+    def _referent(self, mention: Mention, rule, said: Said) -> Referent:
+        words = mention.text.split()
+        text = " ".join(words[: self._max_words])
+        return Referent(text, rule.id, said, (mention.start, mention.start + len(text)))
+
+
+def _clip(item: str, words: int = 8) -> str:
+    """A list item's leading words, up to a colon or dash that starts its details."""
+    head = re.split(r"\s[-\u2013\u2014:]\s|:\s", item, maxsplit=1)[0]
+    return " ".join(head.split()[:words]).rstrip(",;.")

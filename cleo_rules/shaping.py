@@ -1,0 +1,88 @@
+"""A follow-up's query, built from parts of the conversation.
+
+A follow-up is searched as the pack's ``combine`` template over three parts:
+
+``anchor``    the user's last substantive message (earlier nods, follow-ups,
+              corrections and skips are passed over);
+``referent``  what the follow-up points at, found in the conversation by the
+              pack's referent rules (:mod:`cleo_rules.referents`): "the second
+              one" becomes the second option the assistant offered. When no rule
+              finds one, the referent is the leading ``reply_words`` words of the
+              assistant's last reply (what a nod or "tell me more" answers),
+              unless ``reply_words`` is 0;
+``message``   the message as typed.
+
+Each template line whose parts are all empty is left out, so the default
+``"{anchor}\\n{referent}\\n{message}"`` over a history of plain strings (user
+messages only, hence no referent) is exactly ``"{anchor}\\n{message}"``. The
+pack setting ``referents: false`` leaves the referent out always. With nothing
+to combine (no anchor, no referent) the message is searched as typed. Every part
+is returned as a :class:`~cleo_rules.decision.Part` saying where it came from.
+"""
+
+from __future__ import annotations
+
+import string
+
+from .decision import Part
+from .history import ASSISTANT
+
+__all__ = ["render", "shape"]
+
+NOTHING_TO_COMBINE = "no substantive message in history; searched as typed"
+
+
+def render(template: str, **parts: str) -> str:
+    """``template`` over ``parts``, leaving out every line whose fields are all empty."""
+    lines = []
+    formatter = string.Formatter()
+    for line in template.split("\n"):
+        fields = [f for _, f, _, _ in formatter.parse(line) if f is not None]
+        if fields and not any(parts.get(f) for f in fields):
+            continue
+        lines.append(line.format(**parts))
+    return "\n".join(lines)
+
+
+def _reply_excerpt(history, words: int):
+    for said in reversed(history):
+        if said.role == ASSISTANT and said.content.strip():
+            text = said.content
+            kept = text.split()[:words]
+            if not kept:
+                return None
+            end = text.index(kept[-1], text.index(kept[0])) + len(kept[-1]) if len(kept) > 1 else \
+                text.index(kept[0]) + len(kept[0])
+            start = text.index(kept[0])
+            return Part("referent", " ".join(kept), ASSISTANT, said.turn, said.index, (start, end), None)
+    return None
+
+
+def shape(matcher, message: str, normalized: str, history, recorder=None):
+    """``(query, parts, note)`` for a follow-up ``message`` given ``history`` (:class:`~cleo_rules.history.Said` items)."""
+    settings = matcher.settings
+    parts: list[Part] = []
+    anchor = matcher._anchor(history)
+    if anchor is not None:
+        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                          (0, len(anchor.content)), None))
+    if settings.referents and "{referent}" in settings.combine and any(s.role == ASSISTANT for s in history):
+        found = matcher.referents.find(normalized, message, history, recorder)
+        if found is not None:
+            part = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
+                        found.rule)
+        else:
+            part = _reply_excerpt(history, settings.reply_words) if settings.reply_words else None
+        if part is not None:
+            parts.append(part)
+            if recorder is not None:
+                recorder.referent(part)
+    message_part = Part("message", message, "message")
+    if not parts:
+        return message, (message_part,), NOTHING_TO_COMBINE
+    parts.append(message_part)
+    texts = {p.name: p.text for p in parts}
+    query = render(settings.combine, anchor=texts.get("anchor", ""), referent=texts.get("referent", ""),
+                   message=message)
+    order = {name: i for i, name in enumerate(f for _, f, _, _ in string.Formatter().parse(settings.combine) if f)}
+    return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
