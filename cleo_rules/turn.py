@@ -23,8 +23,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 from .context import build_context
 from .trace import Tracer, now_iso
+
+if TYPE_CHECKING:
+    from .classify import Decision
+    from .pack.compile import Pack
 
 DEFAULT_K = 5
 SOURCES = ("conversation", "document")
@@ -42,7 +48,7 @@ class Turn:
     the write failed.
     """
 
-    decision: object  # cleo_rules.classify.Decision
+    decision: Decision
     results: tuple = ()
     context: str = ""
     timings: dict = field(default_factory=dict)
@@ -93,10 +99,10 @@ class Recall:
     writes no traces.
     """
 
-    def __init__(self, store, pack=None, *, k: int = DEFAULT_K, sources: Sequence[str] = SOURCES,
+    def __init__(self, store, pack: Pack | None = None, *, k: int = DEFAULT_K, sources: Sequence[str] = SOURCES,
                  floor: float | None = None, trace: bool = True):
         if pack is None:
-            from . import load_pack
+            from .pack.compile import load_pack
 
             pack = load_pack()
         if k < 1:
@@ -110,11 +116,17 @@ class Recall:
 
     @classmethod
     def open(cls, db, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:
-        """Open the store in directory ``db`` and load ``pack`` (a Pack, a path or ``None``)."""
-        from .retrieval import MemoryStore
+        """Open the store in directory ``db`` and load ``pack`` (a Pack, a path or ``None``).
+
+        Needs the ``[memory]`` extra (:class:`~cleo_rules.errors.MissingExtra` without it).
+        """
+        from .extras import memory_imports
+
+        with memory_imports():
+            from .retrieval import MemoryStore
 
         if pack is None or not hasattr(pack, "classify"):
-            from . import load_pack
+            from .pack.compile import load_pack
 
             pack = load_pack(pack)
         store = MemoryStore.open(db, embedder=embedder, model_path=model_path)
