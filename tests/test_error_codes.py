@@ -91,3 +91,12 @@ def test_suite_raises_every_registered_code(request):
         pytest.skip("judges the whole suite; this run selects part of it")
     never = sorted(set(CODES) - set(codes.observed()))
     assert not never, f"registered but never raised in the tests: {never}"
+
+
+def test_the_help_states_the_registry_exit_codes():
+    from cleo_rules.cli.common import EXIT_CODES_HELP
+
+    for category, words in (("pack", "findings in the pack or corpus"), ("usage", "usage, input or environment"),
+                            ("internal", "internal error")):
+        assert f"{CATEGORIES[category][0]} {words}" in EXIT_CODES_HELP
+    assert CATEGORIES["corpus"][0] == CATEGORIES["pack"][0] and CATEGORIES["environment"][0] == CATEGORIES["usage"][0]

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ..codes import CATEGORIES
-
+# The exit codes of cleo_rules.codes.CATEGORIES, as every command's --help states them.
 EXIT_CODES_HELP = (
     "Exit codes: 0 clean; 1 findings in the pack or corpus; 2 usage, input or environment error "
     "(bad arguments, a missing extra); 3 internal error."
 )
-assert CATEGORIES["pack"][0] == 1 and CATEGORIES["usage"][0] == 2 and CATEGORIES["internal"][0] == 3
 
 PACK_HELP = ("Rule pack: a directory, its pack.yaml, or an installed pack's name. Default: $CLEO_RULES_PACK, "
              "else [tool.cleo-rules] pack in the nearest pyproject.toml, else ./rules if it holds a pack.yaml, "

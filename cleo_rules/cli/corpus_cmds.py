@@ -114,10 +114,10 @@ def check(pack, corpus_dir, fmt, as_json, show_all):
     try:
         pack_obj = _compile(found, check_examples=False)
     except PackError as exc:
-        if fmt == "text":
-            click.echo(f"pack: {manifest_record(found)['name']} at {found.to_dict()['path']} ({found.describe()})")
-            raise
         record = manifest_record(found)
+        if fmt == "text":
+            click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({found.describe()})")
+            raise
         if fmt == "json":
             click.echo(json.dumps({"ok": False, "pack": record, "problems": [p.to_dict() for p in exc.problems]},
                                   indent=2, ensure_ascii=False))
