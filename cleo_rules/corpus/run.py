@@ -25,12 +25,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import Problem
 from ..text import normalize
 from . import files as cfiles
 from .generate import GENERATOR_VERSION, generate, rule_kind
 from .model import CROSS, HAND, Case, CorpusError, problem
+
+if TYPE_CHECKING:
+    from ..pack.compile import Pack
 
 MAX_SHOWN = 20  # failing cases listed per rule in text output unless asked for all
 
@@ -129,7 +133,7 @@ class Stale:
 
 @dataclass
 class Report:
-    pack: object
+    pack: Pack
     corpus_dir: Path
     outcomes: list = field(default_factory=list)
     rules: list = field(default_factory=list)      # RuleStats, pack order
@@ -150,7 +154,7 @@ class Report:
 
     @property
     def uncovered(self) -> list:
-        return sorted({p.rule for p in self.problems if p.code in ("E220", "E221", "E222") and p.rule})
+        return sorted({p.rule for p in self.problems if p.code in ("E220", "E221") and p.rule})
 
     def totals(self) -> dict:
         t = {k: sum(getattr(r, k) for r in self.rules) for k in ("tp", "fn", "tn", "fp")}
@@ -169,7 +173,7 @@ class Report:
                  f"{rules} rules, " + ("all covered both ways" if covered == rules else
                                        f"{covered} covered both ways, {rules - covered} not"),
                  "corpus stale" if self.stale else "corpus up to date"]
-        others = [p for p in self.problems if p.code not in ("E220", "E221", "E222")]
+        others = [p for p in self.problems if p.code not in ("E220", "E221")]
         if others:
             parts.append(f"{len(others)} corpus problem{'s' if len(others) != 1 else ''}")
         return ("ok: " if self.ok else "FAILED: ") + "; ".join(parts)
@@ -441,7 +445,7 @@ def coverage(pack, stats: list[RuleStats]) -> list[Problem]:
 
 
 def contradictions(cases) -> list[Problem]:
-    seen: dict[tuple, Case] = {}
+    seen: dict[str, Case] = {}
     out = []
     for c in cases:
         key = normalize(c.message)  # the kind never depends on the history, only the query does
