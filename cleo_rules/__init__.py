@@ -7,7 +7,14 @@
     ('follow_up', 'Compare the two van insurance quotes\\nYes, go with the second one.')
 """
 
+from typing import TYPE_CHECKING
+
 from .errors import CleoError, PackError, Problem
+
+if TYPE_CHECKING:  # imported lazily at run time (see __getattr__), seen eagerly by type checkers
+    from .decision import Decision
+    from .pack.compile import Pack, load_pack
+    from .runtime import PackManager
 
 __all__ = ["load_pack", "Pack", "Decision", "PackManager", "CleoError", "PackError", "Problem"]
 

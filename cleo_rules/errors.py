@@ -1,14 +1,17 @@
 """Exceptions raised by cleo-rules.
 
 Every error the library raises on purpose is a :class:`CleoError`; the CLI turns
-one into ``Error: ...`` and exit code 1, never a traceback::
+one into ``Error: ...`` and the exit code of its category (see
+:mod:`cleo_rules.codes`: 1 for findings in a pack or corpus, 2 for usage and
+environment errors), never a traceback::
 
-    CleoError                      base; ``code`` is a stable identifier
+    CleoError                      base; ``code`` is a stable identifier (cleo_rules.codes)
     ├── PackError                  a rule pack cannot be loaded; ``problems`` lists all
     │   └── PackVersionError       the pack is outside a required version range
     ├── PackNotFound               no pack under that name or path
     ├── StoreError                 the memory store cannot be opened or written
     │   └── IngestError            ingest input is malformed (``problems`` by line)
+    ├── MissingExtra               an optional extra (``[memory]``) is not installed
     └── UsageError                 an argument or input line is wrong
 """
 
@@ -16,9 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import codes
+
 
 class CleoError(Exception):
-    """Base class of every deliberate cleo-rules error."""
+    """Base class of every deliberate cleo-rules error.
+
+    ``code`` is registered in :mod:`cleo_rules.codes`; ``exit_code`` is the
+    command line's exit code for it.
+    """
 
     code = "E000"
 
@@ -26,10 +35,15 @@ class CleoError(Exception):
         super().__init__(message)
         if code is not None:
             self.code = code
+        codes.seen(self.code)
 
     @property
     def message(self) -> str:
         return str(self)
+
+    @property
+    def exit_code(self) -> int:
+        return codes.exit_code(self.code)
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,9 @@ class Problem:
     help: str = ""
     severity: str = "error"  # "error" or "warning"
     rank: int = field(default=50, compare=False)  # lower sorts first: best match
+
+    def __post_init__(self):
+        codes.seen(self.code, self.message)
 
     @property
     def location(self) -> str:
@@ -142,3 +159,13 @@ class IngestError(StoreError):
 
 class UsageError(CleoError):
     code = "E001"
+
+
+class MissingExtra(CleoError):
+    """A command needs an optional extra that is not installed (``pip install 'cleo-rules[memory]'``)."""
+
+    code = "E002"
+
+    def __init__(self, extra: str = "memory", what: str = "memory store"):
+        super().__init__(f"the {what} needs the [{extra}] extra: pip install 'cleo-rules[{extra}]'")
+        self.extra = extra

@@ -1,35 +1,82 @@
-"""Where the bundled rule pack, schemas and sample data live.
+"""Where the bundled rule pack, its schemas, its corpus and the sample data live.
 
-In a source checkout they are the top-level ``rules/`` and ``schemas/``
-directories; an installed wheel carries copies under ``cleo_rules/_data``.
+The repository keeps the pack (``rules/``), the schemas (``schemas/``) and the
+corpus (``corpus/``) at its top, where designers edit them. The wheel maps them
+into the package as ``cleo_rules/_data/rules``, ``_data/schemas`` and
+``_data/corpus`` (the build backend's own configuration, see pyproject.toml);
+an editable install of a checkout has no ``_data`` and reads the top-level
+directories beside the package. Both are found through
+:mod:`importlib.resources` by the one function :func:`bundled`, so the checkout
+and an installed wheel read the same files by the same code.
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
-_PKG = Path(__file__).resolve().parent
-_INSTALLED = _PKG / "_data"
-_CHECKOUT = _PKG.parent
+__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "installed", "package_dir", "rules_dir", "schemas_dir"]
+
+BUNDLED = ("rules", "schemas", "corpus")
+_PROJECT = "cleo-rules"
 
 
-def _find(name: str) -> Path:
-    for base in (_INSTALLED, _CHECKOUT):
-        candidate = base / name
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"bundled {name}/ not found beside {_PKG}")
+def package_dir() -> Path:
+    """The directory of the imported ``cleo_rules`` package."""
+    root = resources.files(__package__ or "cleo_rules")
+    return Path(str(root))
+
+
+def _checkout_root(pkg: Path) -> Path | None:
+    """The source checkout holding ``pkg``, when the package is imported from one."""
+    parent = pkg.parent
+    pyproject = parent / "pyproject.toml"
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return parent if f'name = "{_PROJECT}"' in text else None
+
+
+def installed() -> bool:
+    """Whether the bundled files come from an installed wheel (``_data`` inside the package)."""
+    return (package_dir() / "_data" / "rules").is_dir()
+
+
+def bundled(name: str) -> Path:
+    """The bundled directory ``name`` (one of :data:`BUNDLED`).
+
+    An installed wheel's ``cleo_rules/_data/<name>``; in a checkout (editable
+    install), the top-level ``<name>/`` beside the package.
+    """
+    if name not in BUNDLED:
+        raise ValueError(f"{name!r} is not bundled; bundled directories: {', '.join(BUNDLED)}")
+    pkg = package_dir()
+    candidate = pkg / "_data" / name
+    if candidate.is_dir():
+        return candidate
+    root = _checkout_root(pkg)
+    if root is not None and (root / name).is_dir():
+        return root / name
+    raise FileNotFoundError(f"the bundled {name}/ is missing: neither {candidate} nor a checkout's {name}/ "
+                            f"beside {pkg} exists; reinstall cleo-rules")
 
 
 def rules_dir() -> Path:
     """The bundled default pack (``cleo-en``)."""
-    return _find("rules")
+    return bundled("rules")
 
 
 def schemas_dir() -> Path:
-    return _find("schemas")
+    """The JSON Schemas of rule files, manifests and corpus files."""
+    return bundled("schemas")
+
+
+def corpus_dir() -> Path:
+    """The bundled pack's corpus."""
+    return bundled("corpus")
 
 
 def data_dir() -> Path:
     """Sample memory and evaluation data shipped with the package."""
-    return _PKG / "data"
+    return package_dir() / "data"

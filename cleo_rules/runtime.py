@@ -79,11 +79,12 @@ def _corpus_runner():
     """
     module = _corpus_module()
     check = getattr(module, "check_corpus", None) if module is not None else None
-    if check is None:
+    where = getattr(module, "default_corpus_dir", None) if module is not None else None
+    if check is None or where is None:
         return None
 
     def runner(pack) -> list[Problem]:
-        corpus_dir = module.default_corpus_dir(pack)
+        corpus_dir = where(pack)
         if not corpus_dir.is_dir():
             return []
         return _report_problems(check(pack, corpus_dir))
@@ -105,7 +106,7 @@ def _report_problems(report) -> list[Problem]:
                            rule=o.case.rule or o.culprit, rank=9,
                            help="fix the rule, or the case if the rule is right; `cleo-rules corpus check` lists all"))
     if len(failed) > MAX_CASES_REPORTED:
-        out.append(Problem("E230", f"... and {len(failed) - MAX_CASES_REPORTED} more failing corpus cases",
+        out.append(Problem("E230", f"corpus case … and {len(failed) - MAX_CASES_REPORTED} more: they fail too",
                            str(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
     for stale in report.stale:
         out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
@@ -387,7 +388,8 @@ class PackManager:
         self._refused = (Path(where), fp) if fp is not None else None
         if isinstance(exc, CleoError):
             self.last_error = exc
-            report = exc.report() if hasattr(exc, "report") else str(exc)
+            report_of = getattr(exc, "report", None)
+            report = report_of() if callable(report_of) else str(exc)
             log.warning("rule pack %s rejected; still serving %s %s (%s):\n%s", where, old.pack.name,
                         old.pack.version, old.pack.content_hash, report)
         else:

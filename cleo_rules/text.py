@@ -22,7 +22,7 @@ _APOSTROPHES = "\u2018\u2019\u201a\u201b\u2032\u2035\u02bc\u02bb\u02bd\u0060\u00
 _QUOTES = "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\uff02"
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 
-_TABLE = {ord(c): None for c in _ZERO_WIDTH}
+_TABLE: dict[int, str | None] = {ord(c): None for c in _ZERO_WIDTH}
 _TABLE.update({ord(c): "'" for c in _APOSTROPHES})
 _TABLE.update({ord(c): '"' for c in _QUOTES})
 _TABLE.update({ord(c): "-" for c in _DASHES})

@@ -23,10 +23,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 from .context import build_context
 from .retrieval.memory import Memory, check_k, check_sources
 from .retrieval.schema import Source
 from .trace import Tracer, now_iso
+
+if TYPE_CHECKING:
+    from .decision import Decision
+    from .pack.compile import Pack
 
 DEFAULT_K = 5
 
@@ -42,7 +48,7 @@ class Turn:
     the write failed.
     """
 
-    decision: object  # cleo_rules.decision.Decision
+    decision: Decision
     results: tuple = ()
     context: str = ""
     timings: dict = field(default_factory=dict)
@@ -95,12 +101,13 @@ class Recall:
     integer is a ``TypeError``; ``k < 1`` or an unknown source a ``ValueError``.
     """
 
-    def __init__(self, store: Memory, pack=None, *, k: int = DEFAULT_K, sources: str | Sequence[str] = tuple(Source),
+    def __init__(self, store: Memory, pack: Pack | None = None, *, k: int = DEFAULT_K,
+                 sources: str | Sequence[str] = tuple(Source),
                  floor: float | None = None, trace: bool = True):
         self.k = check_k(k)
         self.sources = tuple(s.value for s in check_sources(sources))
         if pack is None:
-            from . import load_pack
+            from .pack.compile import load_pack
 
             pack = load_pack()
         self.store = store
@@ -110,11 +117,17 @@ class Recall:
 
     @classmethod
     def open(cls, db, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:
-        """Open the store in directory ``db`` and load ``pack`` (a Pack, a path or ``None``)."""
-        from .retrieval import MemoryStore
+        """Open the store in directory ``db`` and load ``pack`` (a Pack, a path or ``None``).
+
+        Needs the ``[memory]`` extra (:class:`~cleo_rules.errors.MissingExtra` without it).
+        """
+        from .extras import memory_imports
+
+        with memory_imports():
+            from .retrieval import MemoryStore
 
         if pack is None or not hasattr(pack, "classify"):
-            from . import load_pack
+            from .pack.compile import load_pack
 
             pack = load_pack(pack)
         store = MemoryStore.open(db, embedder=embedder, model_path=model_path)

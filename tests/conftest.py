@@ -15,10 +15,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _no_pack_from_the_environment(monkeypatch):
+    """Commands find their pack through CLEO_RULES_PACK first; a developer's own setting must not leak in."""
+    monkeypatch.delenv("CLEO_RULES_PACK", raising=False)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "embedder" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.model)
+    # the error-code registry's suite-wide tests judge what every other test raised: they run last
+    last = [item for item in items if item.nodeid.startswith("tests/test_error_codes.py::test_suite_")]
+    items[:] = [item for item in items if item not in last] + last
 
 
 @pytest.fixture(scope="session")

@@ -11,16 +11,25 @@ from click.testing import CliRunner
 
 from cleo_rules import load_pack
 from cleo_rules.cli import cli
+from cleo_rules.resources import rules_dir
 
 PACK = load_pack()
 IDENT = f"{PACK.name} {PACK.version} ({PACK.content_hash})"
+BUNDLED = f"{IDENT} at {rules_dir()} (bundled)"
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """Run from a directory with no pack of its own, so commands use the bundled pack."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 def run(*args, input=None):
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
-def test_classify_for_people():
+def test_classify_for_people(elsewhere):
     result = run("classify", "Yes, go with the second one.", "-H", "Compare the two van insurance quotes")
     assert result.exit_code == 0
     assert result.output == (
@@ -29,7 +38,7 @@ def test_classify_for_people():
         "anchor:  Compare the two van insurance quotes\n"
         "query:   Compare the two van insurance quotes\n"
         "         Yes, go with the second one.\n"
-        f"pack:    {IDENT}\n"
+        f"pack:    {BUNDLED}\n"
     )
 
 
@@ -56,7 +65,7 @@ def test_classify_jsonl_in_order_with_bad_lines_reported():
     ]
     stdin = "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n\n"
     result = CliRunner().invoke(cli, ["classify", "--jsonl"], input=stdin)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     out = [json.loads(x) for x in result.stdout.splitlines()]
     assert [o.get("kind") for o in out] == ["follow_up", None, "correction", None, "substantive", "follow_up"]
     assert out[0]["query"] == "Quotes for van insurance\nTell me more"
@@ -91,11 +100,11 @@ def test_explain_gives_spans_in_the_users_own_text():
     assert not_tried and all(line.split()[0] == "correction" for line in not_tried)  # before the decider
 
 
-def test_check_ok_line():
+def test_check_names_the_pack_then_says_ok(elsewhere):
     result = run("check")
     assert result.exit_code == 0
-    assert result.output.startswith(f"ok: {IDENT}: {len(PACK.corrections)} corrections, "
-                                    f"{len(PACK.follow_ups)} follow-up patterns, {len(PACK.vocab_sets)} vocabulary sets")
+    assert result.output.startswith(f"pack: {BUNDLED}\nok: {len(PACK.corrections)} corrections, "
+                                    f"{len(PACK.follow_ups)} follow-up patterns, {len(PACK.vocab_sets)} vocabulary sets\n")
 
 
 @pytest.mark.parametrize("argv", [

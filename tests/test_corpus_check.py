@@ -83,23 +83,29 @@ def test_check_runs_the_corpus():
     result = run("check")
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[0].startswith("ok: cleo-en ")
-    assert lines[1].startswith("corpus ok: ") and "all covered both ways; corpus up to date" in lines[1]
+    assert lines[0].startswith("pack: cleo-en ")
+    assert lines[1].startswith("ok: ") and "corrections" in lines[1]
+    assert lines[2].startswith("corpus ok: ") and "all covered both ways; corpus up to date" in lines[2]
 
 
-def test_check_json_carries_the_corpus():
+def test_check_json_carries_the_corpus_and_the_pack_used():
     doc = json.loads(run("check", "--json").output)
     assert doc["ok"] is True and doc["corpus"]["ok"] is True
     assert doc["corpus"]["summary"]["failed"] == 0
-    assert {"pack", "version", "hash", "corrections", "follow_ups", "vocabulary_sets"} <= set(doc)
+    assert {"pack", "corrections", "follow_ups", "vocabulary_sets"} <= set(doc)
+    pack = load_pack()
+    assert doc["pack"]["name"] == "cleo-en" and doc["pack"]["version"] == pack.version
+    assert doc["pack"]["hash"] == pack.content_hash
+    assert {"path", "found_by"} <= set(doc["pack"])
 
 
 def test_corpus_check_prints_the_table_and_summary():
     result = run("corpus", "check")
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[0].startswith("corpus check: cleo-en ")
-    assert lines[2].split() == ["rule", "pos", "neg", "TP", "FN", "TN", "FP"]
+    assert lines[0].startswith("pack: cleo-en ")
+    assert lines[1].startswith("corpus check: cleo-en ")
+    assert lines[3].split() == ["rule", "pos", "neg", "TP", "FN", "TN", "FP"]
     assert any(line.startswith("correction.already-tried ") for line in lines)
     assert lines[-1].startswith("ok: ") and "FP 0 FN 0" in lines[-1]
 
@@ -351,3 +357,56 @@ def test_rule_text_lists_the_failing_cases_for_pytest(pack_copy):
     assert text.startswith("correction.already-tried (")
     assert "FP    correction.already-tried/r-" in text
     assert rep.rule_text("follow_up.why-that") == ""
+
+
+def test_a_rule_that_fires_on_none_of_its_positives_is_dead(pack_copy):
+    path = pack_copy / "follow_ups.yaml"
+    line = next(x for x in path.read_text(encoding="utf-8").splitlines()
+                if x.startswith("    pattern: '^(?:\\w+[,.!]? ){0,2}(?:thanks|thank you|"))
+    edit(path, line, "    pattern: '\\bzzqxj\\b'")
+    report = check_corpus(load_pack(pack_copy, check_examples=False))
+    (p,) = [p for p in report.problems if p.code == "E221"]
+    assert p.rule == "follow_up.thanks-for" and p.message.startswith("fires on none of its ")
+
+
+def test_unreadable_generated_file(pack_copy):
+    path = pack_copy.parent / "corpus" / "generated" / "vocab.nod.yaml"
+    path.write_text("kind: [corpus\n", encoding="utf-8")
+    report = check_corpus(load_pack(pack_copy))
+    (p,) = [p for p in report.problems if p.code == "E210"]
+    assert p.file.endswith("vocab.nod.yaml") and p.message.startswith("generated corpus file cannot be read")
+
+
+def test_generated_case_without_an_id(pack_copy):
+    path = pack_copy.parent / "corpus" / "generated" / "vocab.nod.yaml"
+    text = path.read_text(encoding="utf-8")
+    line = next(x for x in text.splitlines() if x.startswith('  - {"id": '))
+    path.write_text(text.replace(line, '  - {"message": "Yes, that works.", "expect": "follow_up"}', 1),
+                    encoding="utf-8")
+    report = check_corpus(load_pack(pack_copy))
+    (p,) = [p for p in report.problems if p.code == "E211"]
+    assert p.message.startswith("case #") and "lacks `id` (a string)" in p.message
+
+
+def test_two_cases_with_one_id(pack_copy):
+    path = pack_copy.parent / "corpus" / "regressions.yaml"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write('  - id: regression/loyalty-scheme-2023\n    message: "Which loyalty scheme did we run?"\n'
+                 '    expect: substantive\n')
+    report = check_corpus(load_pack(pack_copy))
+    found = [p for p in report.problems if p.code == "E212"]
+    assert found and "case id 'regression/loyalty-scheme-2023' is used twice" in found[0].message
+
+
+def test_corpus_build_never_writes_into_the_package(capsys):
+    """The checkout's package directory stands in for an installed one (tests/test_packaging.py installs a wheel)."""
+    from cleo_rules.cli import main
+    from cleo_rules.resources import package_dir
+
+    target = package_dir() / "_data" / "corpus"
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "build", str(RULES), "--out", str(target)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "corpus build never writes into the installed package; give --out DIR" in err
+    assert not (package_dir() / "_data").exists()

@@ -82,7 +82,7 @@ def test_search_floor_and_bad_arguments(capsys, db):
     code, _, err = run(capsys, "memory", "search", "--db", db, "van", "--k", "0")
     assert code == 2 and "--k" in err
     code, _, err = run(capsys, "memory", "search", "--db", db, "  ")
-    assert code == 1 and err.startswith("Error: search query must be a non-empty string")
+    assert code == 2 and err.startswith("Error: search query must be a non-empty string")
 
 
 def test_stats_text(capsys, db):
@@ -111,9 +111,9 @@ def test_delete(capsys, db):
     assert not {"conv-2024-02-van-insurance-quotes", "doc-van-insurance-comparison-2024"} & {
         r["id"] for r in json.loads(out)["results"]}
     code, _, err = run(capsys, "memory", "delete", "--db", db, "--document", "no-such-doc")
-    assert code == 1 and "Error: not found: document no-such-doc" in err
+    assert code == 2 and "Error: not found: document no-such-doc" in err
     code, _, err = run(capsys, "memory", "delete", "--db", db)
-    assert code == 1 and "Error:" in err
+    assert code == 2 and "Error:" in err
 
 
 BAD = "\n".join([
@@ -132,11 +132,11 @@ def test_malformed_lines_are_skipped_by_default(capsys, db, tmp_path):
     assert f"{path}:2:2: error[E311]" in err and f"{path}:3:1: error[E315] at /text" in err
 
 
-def test_strict_rejects_and_exits_1(capsys, db, tmp_path):
+def test_strict_rejects_and_exits_2(capsys, db, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(BAD)
     code, out, err = run(capsys, "memory", "ingest", "--db", db, str(path), "--strict")
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert err.startswith(f"Error: 2 malformed lines in {path}; nothing was ingested")
     assert "Traceback" not in err
     code, out, _ = run(capsys, "memory", "stats", "--db", db, "--json")
@@ -156,9 +156,9 @@ def test_ingest_from_stdin_with_progress_and_json(capsys, db, monkeypatch):
 
 def test_ingest_usage_errors(capsys, db, tmp_path):
     code, _, err = run(capsys, "memory", "ingest", "--db", db)
-    assert code == 1 and "Error: give either a FILE to ingest or --sample" in err
+    assert code == 2 and "Error: give either a FILE to ingest or --sample" in err
     code, _, err = run(capsys, "memory", "ingest", "--db", db, str(tmp_path / "missing.jsonl"))
-    assert code == 1 and "Error: cannot read" in err
+    assert code == 2 and "Error: cannot read" in err
     (tmp_path / "afile").write_text("x")
     code, _, err = run(capsys, "memory", "stats", "--db", str(tmp_path / "afile"))
     assert code == 2 and "is a file" in err  # click refuses a file for a directory option

@@ -184,7 +184,7 @@ def test_duplicate_key(tmp_path):
 def test_manifest_cannot_leave_the_pack(tmp_path):
     manifest = MANIFEST.replace("files: [vocabulary.yaml, corrections.yaml]",
                                 "files: [vocabulary.yaml, corrections.yaml, ../../etc/passwd.yaml]")
-    p = only(make(tmp_path, manifest=manifest), "E115")
+    p = only(make(tmp_path, manifest=manifest), "E119")
     assert (p.line, p.pointer) == (4, "/files/2") and "outside the pack" in p.message
 
 
@@ -238,7 +238,7 @@ def test_cli_check_reports_without_traceback(tmp_path):
 def test_cli_check_missing_pack(tmp_path):
     result = subprocess.run([sys.executable, "-m", "cleo_rules", "check", str(tmp_path / "nope")],
                             capture_output=True, text=True)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.startswith("Error: no rule pack at") and "Traceback" not in result.stderr
 
 
@@ -255,4 +255,56 @@ def test_absolute_file_name_in_manifest(tmp_path):
     named = next(p for p in found if p.code == "E127")
     assert (named.line, named.pointer) == (4, "/files/2")
     assert named.message == "'/etc/passwd.yaml' is not a valid file name"
-    assert any(p.code == "E115" and "outside the pack" in p.message for p in found)
+    assert any(p.code == "E119" and "outside the pack" in p.message for p in found)
+
+
+# -- the less common findings, each with its code -------------------------------------------
+
+
+def test_file_that_is_not_utf8(tmp_path):
+    d = make(tmp_path)
+    (d / "corrections.yaml").write_bytes(CORR.encode().replace(b"tried already", b"tried \xff already"))
+    p = only(d, "E116")
+    assert (p.message, p.line) == ("file is not valid UTF-8", 4)
+
+
+def test_empty_rule_file(tmp_path):
+    p = only(make(tmp_path, corr="# nothing here yet\n"), "E117")
+    assert p.message == "file is empty" and p.file.endswith("corrections.yaml")
+
+
+def test_rule_file_that_is_not_a_mapping(tmp_path):
+    p = only(make(tmp_path, corr="- kind: corrections\n"), "E120")
+    assert p.message == "a rule file must be a mapping, found a list" and p.help.startswith("start the file with")
+
+
+def test_file_listed_twice(tmp_path):
+    manifest = MANIFEST.replace("files: [vocabulary.yaml, corrections.yaml]",
+                                "files: [vocabulary.yaml, corrections.yaml, vocabulary.yaml]")
+    p = only(make(tmp_path, manifest=manifest), "E126")
+    assert (p.message, p.pointer) == ("items must be unique", "/files")
+
+
+def test_setting_out_of_range(tmp_path):
+    manifest = MANIFEST + "settings:\n  min_chars: 0\n"
+    p = only(make(tmp_path, manifest=manifest), "E128")
+    assert p.message.startswith("0 is out of range (minimum 1)") and p.pointer == "/settings/min_chars"
+
+
+def test_named_group_in_a_pattern(tmp_path):
+    assert CORR.count("(?:that|it)") == 1
+    corr = CORR.replace("(?:that|it)", "(?P<what>that|it)")
+    p = only(make(tmp_path, corr=corr), "E138")
+    assert p.message == "pattern uses named group(s) what" and p.pointer == "/rules/0/pattern"
+
+
+def test_unreadable_corpus_file_is_reported_not_raised(tmp_path):
+    from cleo_rules.corpus import check_corpus
+
+    pack = load_pack(make(tmp_path))
+    corpus = tmp_path / "corpus"
+    (corpus / "extra.yaml").mkdir(parents=True)  # a directory named like a corpus file
+    (corpus / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    found = [p for p in check_corpus(pack, corpus).problems if p.code == "E108"]
+    assert sorted(p.file.rsplit("/", 1)[-1] for p in found) == ["extra.yaml", "gone.yaml"]
+    assert all(p.message.startswith("cannot read file: ") for p in found)

@@ -27,7 +27,7 @@ def run(*args):
 
 
 def run_main(capsys, *args):
-    """Run the command as the console script does: errors become ``Error: ...`` and exit 1."""
+    """Run the command as the console script does: errors become ``Error: ...`` and their exit code."""
     with pytest.raises(SystemExit) as info:
         main(list(args))
     out, err = capsys.readouterr()
@@ -70,7 +70,7 @@ def test_check_compiles_and_reports_each(tmp_path):
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[0].split() == ["NAME", "VERSION", "LOCALE", "SOURCE", "PATH", "STATUS"]
-    assert lines[1].endswith("ok (" + json.loads(run("check", BUNDLED, "--json").output)["hash"] + ")")
+    assert lines[1].endswith("ok (" + json.loads(run("check", BUNDLED, "--json").output)["pack"]["hash"] + ")")
     assert lines[2].endswith("ok (7fc1de1a2535eacb)")
     assert "error: " in lines[3]
     assert f"{broken}/follow_ups.yaml:6:24: error[" in lines[3]
@@ -89,20 +89,20 @@ def test_json():
 
 def test_no_pack_in_range_is_an_error(capsys):
     code, out, err = run_main(capsys, "packs", "--require", "^2")
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == "Error: no rule pack satisfies ^2 (available: cleo-en 1.0.0)\n"
 
 
 def test_bad_range_is_an_error_with_help(capsys):
     code, out, err = run_main(capsys, "packs", "--require", ">=1..0")
-    assert code == 1
+    assert code == 2
     assert err == ("Error: invalid version range '>=1..0': '1..0' is not a version; write comparators such as "
                    ">=1.0,<2 or ^1.2 or ~1.2.3, alternatives joined by ||\n")
 
 
 def test_missing_directory_is_an_error(capsys):
     code, _, err = run_main(capsys, "packs", "./no-such-pack")
-    assert (code, err) == (1, "Error: no rule pack at no-such-pack: no such directory\n")
+    assert (code, err) == (2, "Error: no rule pack at no-such-pack: no such directory\n")
 
 
 def test_broken_entry_point_is_listed_not_fatal(monkeypatch):
@@ -132,7 +132,7 @@ def test_classify_loads_a_pack_by_name():
 
 def test_unknown_pack_name_is_an_error(capsys):
     code, _, err = run_main(capsys, "classify", "We tried that one already.", "--pack", "acme-xx")
-    assert code == 1
+    assert code == 2
     assert err == ("Error: no rule pack named 'acme-xx' and no directory 'acme-xx'; installed packs: "
                    "cleo-en 1.0.0 (see `cleo-rules packs`)\n")
 

@@ -77,16 +77,16 @@ def test_sample_to_stdout_since_and_seed(store_dir, capsys):
 
 def test_bad_since_and_missing_store(store_dir, tmp_path, capsys):
     code, _, err = run(capsys, "relevance", "sample", "--db", str(store_dir), "--n", "1", "--since", "June")
-    assert code == 1 and err.startswith("Error: --since must be an ISO date")
+    assert code == 2 and err.startswith("Error: --since must be an ISO date")
     code, _, err = run(capsys, "relevance", "sample", "--db", str(tmp_path / "nope"), "--n", "1")
-    assert code == 1 and err.startswith("Error: no memory store at")
+    assert code == 2 and err.startswith("Error: no memory store at")
 
 
 def test_bad_judgments_file(store_dir, tmp_path, capsys):
     path = tmp_path / "j.jsonl"
     path.write_text('{"pair": "1:1", "relevant": "maybe"}\n')
     code, _, err = run(capsys, "relevance", "score", "--db", str(store_dir), "--judgments", str(path))
-    assert code == 1 and "j.jsonl:1: pair 1:1: \"relevant\" must be true or false" in err
+    assert code == 2 and "j.jsonl:1: pair 1:1: \"relevant\" must be true or false" in err
 
 
 def test_help_has_examples(capsys):

@@ -138,7 +138,7 @@ BROKEN = {
     "file outside the pack": ("pack.yaml", "follow_ups.yaml]", "follow_ups.yaml, ../../etc/passwd]"),
 }
 EXPECTED_CODE = {"bad YAML": "E110", "schema error": None, "failing example": "E134",
-                 "catastrophic pattern": "E131", "object tag": "E111", "file outside the pack": "E115"}
+                 "catastrophic pattern": "E131", "object tag": "E111", "file outside the pack": "E119"}
 
 
 @pytest.mark.parametrize("case", BROKEN)
@@ -204,20 +204,20 @@ def test_accept_runs_the_pack_corpus_when_a_runner_exists(pack_dir, monkeypatch)
 
     def runner(pack):
         seen.append(pack.version)
-        return [Problem("E150", "corpus case 'Go with the other one.' should be follow_up, is substantive",
+        return [Problem("E230", "corpus case cases/3 \"Go with the other one.\": expected follow_up, got substantive",
                         str(pack_dir / "corpus" / "cases.yaml"), line=3, col=5, rule="vocab.choice",
                         help="regenerate the corpus or fix the rule")]
 
     monkeypatch.setattr(runtime, "_corpus_runner", lambda: runner)
     with pytest.raises(PackError) as info:
         accept(pack_dir)
-    assert info.value.problems[0].code == "E150" and seen == ["1.0.0"]
+    assert info.value.problems[0].code == "E230" and seen == ["1.0.0"]
     monkeypatch.setattr(runtime, "_corpus_runner", lambda: None)
     m = PackManager(pack_dir)
     monkeypatch.setattr(runtime, "_corpus_runner", lambda: runner)
     replace_pack(pack_dir, "1.1.0")
     assert m.reload() is False and m.pack.version == "1.0.0"
-    assert m.last_error.problems[0].code == "E150"
+    assert m.last_error.problems[0].code == "E230"
 
 
 def test_corpus_runner_absent_means_examples_are_the_gate(pack_dir):

@@ -96,7 +96,7 @@ def test_aliases_are_refused(pack_dir):
 def test_manifest_cannot_reach_outside_the_pack(pack_dir, name):
     edit(pack_dir / "pack.yaml", "follow_ups.yaml]", f"follow_ups.yaml, '{name}']")
     err = refused(pack_dir)
-    escape = [p for p in err.problems if p.code == "E115"]
+    escape = [p for p in err.problems if p.code == "E119"]
     assert escape, err.report()
     p = escape[0]
     assert p.message == f"file {name!r} is outside the pack directory"
@@ -109,7 +109,7 @@ def test_symlink_out_of_the_pack_is_refused(pack_dir, tmp_path):
     outside.write_text("kind: vocabulary\n")
     os.symlink(outside, pack_dir / "link.yaml")
     edit(pack_dir / "pack.yaml", "follow_ups.yaml]", "follow_ups.yaml, link.yaml]")
-    assert any(p.code == "E115" and "'link.yaml' is outside" in p.message for p in refused(pack_dir).problems)
+    assert any(p.code == "E119" and "'link.yaml' is outside" in p.message for p in refused(pack_dir).problems)
 
 
 def test_oversized_file_is_refused_before_parsing(pack_dir):
@@ -123,7 +123,7 @@ def test_too_many_files_is_refused(pack_dir):
     names = [f"f{i}.yaml" for i in range(MAX_FILES + 1)]
     edit(pack_dir / "pack.yaml", "files: [vocabulary.yaml, corrections.yaml, follow_ups.yaml]",
          "files: [" + ", ".join(names) + "]")
-    assert any(p.code == "E114" or "at most" in p.message for p in refused(pack_dir).problems)
+    assert any(p.code == "E118" and "at most" in p.message for p in refused(pack_dir).problems)
 
 
 def test_cli_refusal_is_an_error_not_a_traceback(pack_dir):

@@ -102,10 +102,10 @@ def test_no_trace(tmp_path, capsys, monkeypatch, embedder):
 ])
 def test_usage_errors(store_dir, capsys, monkeypatch, argv, stdin, message):
     code, _, err = run(capsys, monkeypatch, ["turn", "--db", str(store_dir), *argv], stdin)
-    assert code == 1 and err.startswith(message), err
+    assert code == 2 and err.startswith(message), err
 
 
 def test_missing_store(tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, monkeypatch, ["turn", "--db", str(tmp_path / "none"), "hello there"])
-    assert code == 1 and err.startswith("Error: no memory store at")
+    assert code == 2 and err.startswith("Error: no memory store at")
     assert not (tmp_path / "none").exists()

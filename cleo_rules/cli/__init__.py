@@ -3,17 +3,26 @@
 Subcommands live in their own modules and are imported only when called, so
 ``cleo-rules classify`` never pays for torch or sentence-transformers.
 Every :class:`~cleo_rules.errors.CleoError` becomes ``Error: ...`` on stderr
-and exit code 1; a traceback is a bug.
+and the exit code of its category (:mod:`cleo_rules.codes`); a command that
+needs the ``[memory]`` extra says so when it is missing (exit 2); anything
+else is a bug, reported in one line with exit code 3 (``CLEO_RULES_DEBUG=1``
+prints the traceback).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import sys
+import traceback
+from typing import NoReturn
 
 import click
 
 from ..errors import CleoError
+from ..extras import missing_extra
+from .common import EXIT_CODES_HELP
 
 # command name -> (module under cleo_rules.cli, attribute, one-line help)
 COMMANDS = {
@@ -21,12 +30,15 @@ COMMANDS = {
     "classify": ("rules_cmds", "classify", "Classify a message (or JSON Lines on stdin) and shape its query."),
     "explain": ("rules_cmds", "explain", "Show which rules were tried on a message and which fired."),
     "corpus": ("corpus_cmds", "corpus", "Build, check and diff the generated rule corpus."),
+    "init": ("init_cmds", "init", "Start a team rule pack: manifest, rules, corpus and schemas."),
+    "schemas": ("init_cmds", "schemas", "Write the JSON Schemas of rule files into a directory."),
     "packs": ("packs_cmds", "packs", "List the rule packs that can be loaded."),
-    "memory": ("memory_cmds", "memory", "Ingest into, search and maintain a memory store."),
-    "turn": ("turn_cmds", "turn", "Run turns end to end: classify, search, build context."),
-    "demo": ("turn_cmds", "demo", "Build the sample memory and replay a sample conversation."),
+    "memory": ("memory_cmds", "memory", "Ingest into, search and maintain a memory store ([memory] extra)."),
+    "turn": ("turn_cmds", "turn", "Run turns end to end: classify, search, build context ([memory] extra)."),
+    "demo": ("turn_cmds", "demo", "Build the sample memory and replay a sample conversation ([memory] extra)."),
     "relevance": ("turn_cmds", "relevance", "Sample traced retrievals for judging and score the judgments."),
 }
+
 
 
 class LazyGroup(click.Group):
@@ -37,10 +49,10 @@ class LazyGroup(click.Group):
         module = COMMANDS[name][0]
         return importlib.util.find_spec(f"{__name__}.{module}") is not None
 
-    def get_command(self, ctx, name):
-        if name not in COMMANDS or not self._available(name):
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in COMMANDS or not self._available(cmd_name):
             return None
-        module, attr, _ = COMMANDS[name]
+        module, attr, _ = COMMANDS[cmd_name]
         return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
 
     def format_commands(self, ctx, formatter):
@@ -50,10 +62,15 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="cleo-rules", prog_name="cleo-rules")
 def cli():
     """Decide what an assistant with memory should search for on each turn.
+
+    Commands that take a rule pack use --pack (or their PACK argument), else
+    $CLEO_RULES_PACK, else [tool.cleo-rules] pack in the nearest pyproject.toml,
+    else ./rules when it holds a pack.yaml, else the bundled cleo-en; each
+    names the pack it used.
 
     \b
     Example:
@@ -61,14 +78,18 @@ def cli():
     """
 
 
+def _fail(exc: CleoError) -> NoReturn:
+    report = getattr(exc, "report", None)
+    text = report() if callable(report) else str(exc)
+    click.echo(f"Error: {text}", err=True)
+    sys.exit(exc.exit_code)
+
+
 def main(argv=None):
     try:
         rv = cli.main(args=argv, prog_name="cleo-rules", standalone_mode=False)
     except CleoError as exc:
-        report = getattr(exc, "report", None)
-        text = report() if callable(report) else str(exc)
-        click.echo(f"Error: {text}", err=True)
-        sys.exit(1)
+        _fail(exc)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
@@ -81,5 +102,21 @@ def main(argv=None):
         sys.exit(0)
     except KeyboardInterrupt:
         sys.exit(130)
+    except ImportError as exc:
+        extra = missing_extra(exc)
+        if extra is None:
+            _internal(exc)
+        else:
+            _fail(extra)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 3, never a traceback
+        _internal(exc)
     # click returns the code of ctx.exit(n) when not in standalone mode
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _internal(exc: BaseException) -> NoReturn:
+    if os.environ.get("CLEO_RULES_DEBUG"):
+        traceback.print_exception(exc)
+    error = CleoError(f"internal error: {type(exc).__name__}: {exc}")
+    click.echo(f"Error: {error} (this is a bug in cleo-rules; CLEO_RULES_DEBUG=1 shows the traceback)", err=True)
+    sys.exit(error.exit_code)

@@ -7,21 +7,25 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
+
+from .common import EXIT_CODES_HELP, find, pack_line, pack_record
+from .rules_cmds import emit, format_option, manifest_record
 
 corpus_dir_option = click.option(
     "--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
     help="Corpus directory (default: corpus/ beside the pack directory).")
 
 
-def _load(spec, *, check_examples: bool = True):
-    from ..pack.compile import load_pack
+def _compile(found, *, check_examples: bool = True):
+    from ..pack.compile import compile_pack
 
-    return load_pack(spec, check_examples=check_examples)
+    return compile_pack(found.path, check_examples=check_examples)
 
 
-@click.group()
+@click.group(epilog=EXIT_CODES_HELP)
 def corpus():
     """Build, check and diff the generated rule corpus.
 
@@ -34,39 +38,60 @@ def corpus():
     overwritten.
 
     \b
-    Examples:
-      cleo-rules corpus build
-      cleo-rules corpus check --json
-      cleo-rules corpus diff main:rules rules/
-    """
-
-
-@corpus.command()
-@click.argument("pack", required=False)
-@corpus_dir_option
-def build(pack, corpus_dir):
-    """Regenerate corpus/generated/ from PACK's templates (default: the bundled pack).
-
-    Only files whose cases changed are rewritten; files of rules that are gone
-    are removed; hand-written files are never touched.
+    The pack is PACK when given; else $CLEO_RULES_PACK, else [tool.cleo-rules]
+    pack in the nearest pyproject.toml, else ./rules when it holds a pack.yaml,
+    else the bundled cleo-en.
 
     \b
     Examples:
       cleo-rules corpus build
-      cleo-rules corpus build rules/ --corpus corpus/
+      cleo-rules corpus check --format github
+      cleo-rules corpus diff main:rules
     """
-    from ..corpus import build_corpus
-
-    result = build_corpus(_load(pack), corpus_dir)
-    click.echo(result.format())
 
 
-@corpus.command()
+@corpus.command(epilog=EXIT_CODES_HELP)
 @click.argument("pack", required=False)
 @corpus_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print the whole result as one JSON document (for CI annotations).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Write the corpus into this directory instead (required for the bundled pack of an installed "
+                   "cleo-rules, which is never written to).")
+def build(pack, corpus_dir, out_dir):
+    """Regenerate corpus/generated/ beside PACK from its templates.
+
+    Only files whose cases changed are rewritten; files of rules that are gone
+    are removed; hand-written files are never touched. Nothing is ever written
+    into the installed cleo-rules package: for its bundled pack give --out DIR.
+
+    \b
+    Examples:
+      cleo-rules corpus build
+      cleo-rules corpus build rules/ --out corpus/
+    """
+    from ..corpus import build_corpus, default_corpus_dir
+    from ..errors import UsageError
+    from ..resources import package_dir
+    from ..pack.sources import display
+
+    found = find(pack)
+    pack_obj = _compile(found)
+    target = Path(out_dir or corpus_dir) if (out_dir or corpus_dir) else default_corpus_dir(pack_obj)
+    inside = package_dir().resolve()
+    resolved = target.resolve()
+    if resolved == inside or inside in resolved.parents:
+        raise UsageError(f"{pack_obj.name} is the bundled pack of an installed cleo-rules ({display(found.path)}); "
+                         f"corpus build never writes into the installed package; give --out DIR to write the corpus "
+                         f"elsewhere, or start a pack of your own with `cleo-rules init`", code="E204")
+    click.echo(f"pack: {pack_line(pack_obj, found)}")
+    click.echo(build_corpus(pack_obj, target).format())
+
+
+@corpus.command(epilog=EXIT_CODES_HELP)
+@click.argument("pack", required=False)
+@corpus_dir_option
+@format_option
 @click.option("--all", "show_all", is_flag=True, help="List every failing case (default: the first 20 per rule).")
-def check(pack, corpus_dir, as_json, show_all):
+def check(pack, corpus_dir, fmt, as_json, show_all):
     """Run the corpus against PACK; exit 1 if anything fails.
 
     Fails when a case fails, when the checked-in corpus is stale (run `cleo-rules
@@ -78,29 +103,47 @@ def check(pack, corpus_dir, as_json, show_all):
     Examples:
       cleo-rules corpus check
       cleo-rules corpus check rules/ --json > corpus-report.json
+      cleo-rules corpus check --format junit > corpus.xml
     """
     from ..corpus import check_corpus
     from ..errors import PackError
+    from ..findings import CheckResult, from_problem, from_report, rule_refs
 
+    fmt = "json" if as_json else fmt
+    found = find(pack)
     try:
-        pack_obj = _load(pack, check_examples=False)
+        pack_obj = _compile(found, check_examples=False)
     except PackError as exc:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "problems": [p.to_dict() for p in exc.problems]}, indent=2))
-            sys.exit(1)
-        raise
+        record = manifest_record(found)
+        if fmt == "text":
+            click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({found.describe()})")
+            raise
+        if fmt == "json":
+            click.echo(json.dumps({"ok": False, "pack": record, "problems": [p.to_dict() for p in exc.problems]},
+                                  indent=2, ensure_ascii=False))
+        else:
+            emit(CheckResult("corpus check", record, findings=[from_problem(p) for p in exc.problems],
+                             summary="cleo-rules corpus check: the pack does not compile"), fmt)
+        sys.exit(1)
     report = check_corpus(pack_obj, corpus_dir, examples=True)
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
+    if fmt == "json":
+        doc = report.to_dict()
+        doc["pack"] = pack_record(pack_obj, found)
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif fmt == "text":
+        click.echo(f"pack: {pack_line(pack_obj, found)}")
         click.echo(report.format(max_shown=0 if show_all else 20))
+    else:
+        refs = rule_refs(pack_obj)
+        emit(CheckResult("corpus check", pack_record(pack_obj, found), refs, from_report(report, refs),
+                         corpus_ran=True, summary=f"cleo-rules corpus check: {report.summary_line()}"), fmt)
     if not report.ok:
         sys.exit(1)
 
 
-@corpus.command()
+@corpus.command(epilog=EXIT_CODES_HELP)
 @click.argument("old_pack")
-@click.argument("new_pack")
+@click.argument("new_pack", required=False)
 @click.option("--jsonl", "jsonl", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help='Also compare the messages of this JSON Lines file ({"message": ..., "history": [...]} per line); '
                    "repeat for more.")
@@ -114,22 +157,32 @@ def diff(old_pack, new_pack, jsonl, corpus_dir, as_json, exit_code):
     and the messages of any --jsonl file, side by side. A corpus case is
     BROKEN when the old pack got it right and the new one does not, FIXED in
     the reverse case. A pack is a directory, an installed pack's name, or
-    REV:PATH for a pack as committed in git.
+    REV:PATH for a pack as committed in git. Without NEW_PACK, the new pack
+    is the one the other commands use (see `cleo-rules corpus --help`).
 
     \b
     Examples:
-      cleo-rules corpus diff main:rules rules/
+      cleo-rules corpus diff main:rules
       cleo-rules corpus diff HEAD:rules rules/ --jsonl traffic.jsonl
     """
     from ..corpus.diff import diff_packs, pack_dir
+    from ..pack.compile import compile_pack
+    from ..pack.sources import find_pack
 
-    with pack_dir(old_pack) as old_dir, pack_dir(new_pack) as new_dir:
+    if new_pack is None:
+        found_new = find(None)
+        new_spec, new_label = str(found_new.path), f"{found_new.to_dict()['path']} ({found_new.describe()})"
+    else:
+        new_spec = new_label = new_pack
+    with pack_dir(old_pack) as old_dir, pack_dir(new_spec) as new_dir:
         # examples are not checked: a change that breaks them is exactly what a reviewer wants to see
-        old, new = _load(old_dir, check_examples=False), _load(new_dir, check_examples=False)
-        report = diff_packs(old, new, corpus_dir=corpus_dir, jsonl=jsonl, old_label=old_pack, new_label=new_pack)
+        old = compile_pack(find_pack(old_dir).path, check_examples=False)
+        new = compile_pack(find_pack(new_dir).path, check_examples=False)
+        report = diff_packs(old, new, corpus_dir=corpus_dir, jsonl=jsonl, old_label=old_pack, new_label=new_label)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(report.format())
     if exit_code and report.changes:
         sys.exit(1)
+

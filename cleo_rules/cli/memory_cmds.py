@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import click
 
 from ..errors import UsageError
-from ..retrieval.schema import Source
+from ..kinds import Source
 
 
 def _db_option(f):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import CleoError
+from ..errors import CleoError, UsageError
 
 COLUMNS = ("NAME", "VERSION", "LOCALE", "SOURCE", "PATH")
 
@@ -84,7 +84,7 @@ def packs(directories, require, check_, as_json):
     listed = [i for i in infos if in_range(i)]
     if wanted is not None and not listed:
         found = ", ".join(f"{i.name} {i.version}" for i in infos if not i.error) or "none"
-        raise CleoError(f"no rule pack satisfies {wanted} (available: {found})")
+        raise UsageError(f"no rule pack satisfies {wanted} (available: {found})")
 
     failed = 0
     records = []
@@ -105,7 +105,7 @@ def packs(directories, require, check_, as_json):
         click.echo(json.dumps({"packs": [r for _, r in records]}, indent=2, ensure_ascii=False))
     else:
         header = COLUMNS + (("STATUS",) if check_ or any(i.error for i, _ in records) else ())
-        rows = [header]
+        rows: list[tuple[str, ...]] = [header]
         for info, record in records:
             row = (info.name, info.version or "-", info.locale or "-", _source(info),
                    str(info.path) if info.path else "-")

@@ -7,68 +7,102 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
-from ..errors import CleoError
+from .common import EXIT_CODES_HELP, find, history_option, load_lenient, pack_line, pack_option, pack_record
 
-pack_option = click.option("--pack", "pack_dir", type=click.Path(file_okay=True, dir_okay=True),
-                           default=None, help="Rule pack: a directory or an installed pack's name (default: the bundled cleo-en).")
-history_option = click.option("--history", "-H", multiple=True, metavar="TEXT",
-                              help="An earlier user message, oldest first; repeat for more.")
+FORMAT_HELP = ("Output: text (for people), json (one document), sarif (SARIF 2.1.0 for code scanning), "
+               "junit (JUnit XML, one test case per rule) or github (workflow commands that annotate the files).")
 
 
-def _load(pack_dir):
-    from ..pack.compile import load_pack
+def format_option(f):
+    f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
+    return click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit", "github"]),
+                        default="text", show_default=True, help=FORMAT_HELP)(f)
 
-    return load_pack(pack_dir)
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cleo-rules")
+    except PackageNotFoundError:  # running from a checkout that is not installed
+        return ""
 
 
-@click.command()
-@click.argument("pack_dir", required=False, type=click.Path(file_okay=True, dir_okay=True))
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON document.")
+def emit(result, fmt: str) -> None:
+    """Print a :class:`~cleo_rules.findings.CheckResult` as sarif, junit or github, on stdout."""
+    from ..findings import render
+
+    click.echo(render(result, fmt, tool_version=_version()), nl=False)
+
+
+def manifest_record(found) -> dict:
+    """Name and version from the manifest alone, for a pack that does not compile."""
+    from ..pack.sources import pack_info
+
+    info = pack_info(found.path)
+    return {"name": info.name if not info.error else "?", "version": info.version or "?", "hash": None,
+            **found.to_dict()}
+
+
+@click.command(epilog=EXIT_CODES_HELP)
+@click.argument("pack_dir", required=False, metavar="[PACK]")
+@format_option
 @click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
               help="Corpus to run (default: corpus/ beside the pack, when there is one).")
 @click.option("--no-corpus", is_flag=True, help="Only validate and compile; do not run the corpus.")
-def check(pack_dir, as_json, corpus_dir, no_corpus):
-    """Validate, lint and compile a rule pack, then run its corpus; exit non-zero on any error.
+def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
+    """Validate, lint and compile a rule pack, then run its corpus; exit 1 on any finding.
 
-    The corpus is corpus/ beside the pack directory (see `cleo-rules corpus
-    check` for the per-rule table); a pack without one is only compiled.
+    PACK is a directory, its pack.yaml, or an installed pack's name; without
+    it the pack is $CLEO_RULES_PACK, else [tool.cleo-rules] pack in the
+    nearest pyproject.toml, else ./rules when it holds a pack.yaml, else the
+    bundled cleo-en. The corpus is corpus/ beside the pack directory (see
+    `cleo-rules corpus check` for the per-rule table); a pack without one is
+    only compiled.
 
     \b
     Examples:
       cleo-rules check
       cleo-rules check rules/
+      cleo-rules check --format sarif > cleo-rules.sarif
     """
     from ..corpus.run import example_problems
     from ..errors import PackError
-    from ..pack.compile import load_pack
+    from ..findings import CheckResult, from_problem, from_report, rule_refs
+    from ..pack.compile import compile_pack
 
+    fmt = "json" if as_json else fmt
+    found = find(pack_dir)
     try:
-        pack = load_pack(pack_dir, check_examples=False)
+        pack = compile_pack(found.path, check_examples=False)
     except PackError as exc:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "problems": [p.to_dict() for p in exc.problems]}, indent=2))
-        else:
+        record = manifest_record(found)
+        if fmt == "json":
+            click.echo(json.dumps({"ok": False, "pack": record, "problems": [p.to_dict() for p in exc.problems]},
+                                  indent=2, ensure_ascii=False))
+        elif fmt == "text":
+            click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({found.describe()})")
             click.echo(exc.report(), err=True)
+        else:
+            errors = sum(1 for p in exc.problems if p.severity == "error")
+            emit(CheckResult("check", record, findings=[from_problem(p) for p in exc.problems],
+                             summary=f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"), fmt)
         sys.exit(1)
     # examples are checked after compiling, so the corpus still runs and one check shows everything a change broke
     examples = example_problems(pack)
-    failed = PackError(examples, pack=str(pack_dir or pack.path)) if examples else None
-    summary = {
-        "ok": failed is None, "pack": pack.name, "version": pack.version, "hash": pack.content_hash,
+    summary: dict = {
+        "ok": not examples, "pack": pack_record(pack, found),
         "corrections": len(pack.corrections), "follow_ups": len(pack.follow_ups),
         "vocabulary_sets": len(pack.vocab_sets),
     }
-    if failed is not None:
-        summary["problems"] = [p.to_dict() for p in failed.problems]
-        if not as_json:
-            click.echo(failed.report(), err=True)
+    if examples:
+        summary["problems"] = [p.to_dict() for p in examples]
     report, skipped = None, None
     if not no_corpus:
-        from pathlib import Path
-
         from ..corpus import check_corpus, default_corpus_dir
 
         where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
@@ -81,12 +115,15 @@ def check(pack_dir, as_json, corpus_dir, no_corpus):
         summary["corpus"] = report.to_dict()
     elif skipped or no_corpus:
         summary["corpus"] = {"skipped": skipped or "--no-corpus"}
-    if as_json:
+    if fmt == "json":
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    else:
-        if failed is None:
-            click.echo(f"ok: {pack.name} {pack.version} ({pack.content_hash}): {len(pack.corrections)} corrections, "
-                       f"{len(pack.follow_ups)} follow-up patterns, {len(pack.vocab_sets)} vocabulary sets")
+    elif fmt == "text":
+        click.echo(f"pack: {pack_line(pack, found)}")
+        if examples:
+            click.echo(PackError(examples, pack=str(found.path)).report(), err=True)
+        else:
+            click.echo(f"ok: {len(pack.corrections)} corrections, {len(pack.follow_ups)} follow-up patterns, "
+                       f"{len(pack.vocab_sets)} vocabulary sets")
         if report is not None and report.ok:
             click.echo(f"corpus {report.summary_line()}")
         elif report is not None:
@@ -94,15 +131,24 @@ def check(pack_dir, as_json, corpus_dir, no_corpus):
             click.echo(f"corpus {report.summary_line()}")
         elif skipped:
             click.echo(f"corpus: {skipped}")
+    else:
+        refs = rule_refs(pack)
+        findings = [from_problem(p) for p in examples]
+        if report is not None:
+            findings += from_report(report, refs)
+        line = (f"cleo-rules check: {pack.name} {pack.version}: "
+                + ("ok" if summary["ok"] else f"{sum(1 for f in findings if f.severity == 'error')} findings")
+                + (f"; corpus {report.summary_line()}" if report is not None else ""))
+        emit(CheckResult("check", summary["pack"], refs, findings, corpus_ran=report is not None, summary=line), fmt)
     if not summary["ok"]:
         sys.exit(1)
 
 
-def _human(decision) -> str:
+def _human(decision, pack=None, found=None) -> str:
     rows = [("kind", decision.kind)]
     if decision.rule:
         rule = decision.rule
-        if decision.matched is not None:
+        if decision.matched is not None and decision.span is not None:
             rule += f"  (matched {decision.matched!r} at {decision.span[0]}..{decision.span[1]})"
         rows.append(("rule", rule))
     if decision.anchor is not None:
@@ -110,7 +156,10 @@ def _human(decision) -> str:
     rows.append(("query", "(none: not searched)" if decision.query is None else decision.query))
     if decision.note:
         rows.append(("note", decision.note))
-    rows.append(("pack", f"{decision.pack} {decision.pack_version} ({decision.pack_hash})"))
+    if pack is not None and found is not None:
+        rows.append(("pack", pack_line(pack, found)))
+    else:
+        rows.append(("pack", f"{decision.pack} {decision.pack_version} ({decision.pack_hash})"))
     out = []
     for key, value in rows:
         lines = str(value).split("\n")
@@ -119,21 +168,30 @@ def _human(decision) -> str:
     return "\n".join(out)
 
 
-def _record(decision) -> dict:
+def _record(decision, found=None) -> dict:
     d = decision.to_dict()
     d.pop("message", None)
+    if found is not None:
+        d["pack_path"] = found.to_dict()["path"]
+        d["pack_found_by"] = found.source
     return d
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES_HELP)
 @click.argument("message", required=False)
 @history_option
 @pack_option
 @click.option("--jsonl", is_flag=True,
-              help='Read JSON Lines on stdin, each {"message": str, "history": [str, ...]}; write one JSON line per input.')
+              help='Read JSON Lines on stdin, each {"message": str, "history": [str, ...]}; write one JSON line '
+                   "per input, flushed as soon as it is written.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision for MESSAGE as JSON.")
 def classify(message, history, pack_dir, jsonl, as_json):
     """Classify MESSAGE and show the query retrieval should search.
+
+    Works on a pack whose own examples fail (they are listed as a warning on
+    stderr; `cleo-rules check` stays strict). With --jsonl, each answer line is
+    written and flushed before the next input line is read, so a co-process
+    can write one line and wait for its answer.
 
     \b
     Examples:
@@ -145,14 +203,20 @@ def classify(message, history, pack_dir, jsonl, as_json):
         raise click.UsageError("give MESSAGE or --jsonl, not both")
     if not jsonl and message is None:
         raise click.UsageError("give a MESSAGE to classify, or --jsonl to read JSON Lines from stdin")
-    pack = _load(pack_dir)
-    if not jsonl:
+    found = find(pack_dir)
+    pack, _ = load_lenient(found)
+    if message is not None:
         decision = pack.classify(message, list(history))
-        click.echo(json.dumps(_record(decision), ensure_ascii=False) if as_json else _human(decision))
+        click.echo(json.dumps(_record(decision, found), ensure_ascii=False) if as_json else _human(decision, pack, found))
         return
     failed = 0
     out = sys.stdout
-    for number, line in enumerate(sys.stdin, 1):
+    number = 0
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            break
+        number += 1
         if not line.strip():
             continue
         try:
@@ -167,18 +231,18 @@ def classify(message, history, pack_dir, jsonl, as_json):
                 hist = []
             if not isinstance(hist, list) or not all(isinstance(h, str) for h in hist):
                 raise ValueError('"history" must be a list of strings')
-            record = _record(pack.classify(msg, hist))
+            record = _record(pack.classify(msg, hist), found)
         except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
             failed += 1
             record = {"line": number, "error": str(exc)}
             click.echo(f"line {number}: {exc}", err=True)
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    out.flush()
+        out.flush()
     if failed:
-        sys.exit(1)
+        sys.exit(2)
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES_HELP)
 @click.argument("message")
 @history_option
 @pack_option
@@ -186,14 +250,21 @@ def classify(message, history, pack_dir, jsonl, as_json):
 def explain(message, history, pack_dir, as_json):
     """Show which rules were tried on MESSAGE, which fired, on which span, and the query.
 
+    Works on a pack whose own examples fail (they are listed as a warning on
+    stderr), which is when a designer needs it most.
+
     \b
     Example:
       cleo-rules explain "Not that one, the other one." -H "Which van insurer should we use?"
     """
-    pack = _load(pack_dir)
+    found = find(pack_dir)
+    pack, failing = load_lenient(found)
     ex = pack.explain(message, list(history))
     if as_json:
-        click.echo(json.dumps(ex.to_dict(), ensure_ascii=False, indent=2))
+        doc = ex.to_dict()
+        doc["pack"] = pack_record(pack, found)
+        doc["failing_examples"] = [p.to_dict() for p in failing]
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     click.echo(f"message:    {message!r}")
     if ex.normalized:
@@ -207,10 +278,10 @@ def explain(message, history, pack_dir, as_json):
         decided = decided or winner
         label = a.rule or ("(length)" if a.stage == "length" else "(vocabulary test)")
         line = f"{mark} {a.stage:<10} {label:<36} {'fired' if a.fired else '-'}"
-        if a.matched is not None:
+        if a.matched is not None and a.span is not None:
             line += f"  on {a.matched!r} [{a.span[0]}:{a.span[1]}]"
         if a.note:
             line += f"  ({a.note})"
         click.echo(line)
     click.echo("")
-    click.echo(_human(ex.decision))
+    click.echo(_human(ex.decision, pack, found))

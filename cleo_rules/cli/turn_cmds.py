@@ -20,12 +20,15 @@ import click
 
 from ..errors import UsageError
 from ..shaping import render
+from .common import EXIT_CODES_HELP, PACK_HELP, find, pack_line, pack_record
 
 
 def _load_pack(pack):
-    from .. import load_pack
+    """``(pack, found)``: the pack a command uses (see :func:`cleo_rules.pack.sources.find_pack`)."""
+    from ..pack.compile import compile_pack
 
-    return load_pack(pack)
+    found = find(pack)
+    return compile_pack(found.path), found
 
 
 def _open_store(db, *, create: bool = False):
@@ -52,21 +55,22 @@ def _read_turn_line(line: str, lineno: int) -> tuple[str, list[str]]:
     return row["message"], history
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES_HELP)
 @click.argument("message", required=False)
 @click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
 @click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line per turn.")
 @click.option("--history", "-H", multiple=True, help="An earlier user message, oldest first (repeatable; without --jsonl).")
 @click.option("--k", "-k", default=5, show_default=True, type=click.IntRange(1, 100), help="Results per search.")
-@click.option("--pack", default=None, metavar="DIR|NAME",
-              help="Rule pack directory, its pack.yaml, or an installed pack's name (default: the bundled cleo-en).")
+@click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP)
 @click.option("--no-trace", is_flag=True, help="Do not record traces in the store.")
 @click.option("--timings", is_flag=True, help="Add per-stage timings (seconds) to each output line.")
 def turn(message, db, jsonl, history, k, pack, no_trace, timings):
     """Run turns end to end: classify, shape the query, search, build the context.
 
     Each output line has kind, rule, query (null when no search was made),
-    anchor, results (source, id, item, title, date, text, score) and context.
+    anchor, results (source, id, item, title, date, text, score), context and
+    the pack used (name, version, hash, path, how it was found). Needs the
+    [memory] extra.
 
     \b
     Examples:
@@ -80,17 +84,22 @@ def turn(message, db, jsonl, history, k, pack, no_trace, timings):
         raise UsageError("give a MESSAGE or --jsonl, not both")
     if not jsonl and message is None:
         raise UsageError("give a MESSAGE, or --jsonl to read turns from stdin")
-    pack_obj = _load_pack(pack)
+    pack_obj, found = _load_pack(pack)
+    used = pack_record(pack_obj, found)
     recall = Recall(_open_store(db), pack_obj, k=k, trace=not no_trace)
+
+    def line_for(t) -> str:
+        return json.dumps({**t.to_dict(timings=timings), "pack": used}, ensure_ascii=False)
+
     try:
-        if not jsonl:
-            click.echo(json.dumps(recall.turn(message, list(history)).to_dict(timings=timings), ensure_ascii=False))
+        if message is not None:
+            click.echo(line_for(recall.turn(message, list(history))))
             return
         for lineno, line in enumerate(sys.stdin, 1):
             if not line.strip():
                 continue
             msg, hist = _read_turn_line(line, lineno)
-            click.echo(json.dumps(recall.turn(msg, hist).to_dict(timings=timings), ensure_ascii=False))
+            click.echo(line_for(recall.turn(msg, hist)))
     finally:
         recall.close()
 
@@ -156,8 +165,7 @@ def _print_turn(n: int, t, *, width: int, context: bool, compare=None, reply: st
 @click.option("--db", type=click.Path(file_okay=False), default=None,
               help="Build the sample memory here and keep it (default: a temporary directory, removed afterwards).")
 @click.option("--k", "-k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results per search.")
-@click.option("--pack", default=None, metavar="DIR|NAME",
-              help="Rule pack directory, its pack.yaml, or an installed pack's name (default: the bundled cleo-en).")
+@click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP)
 @click.option("--context", "show_context", is_flag=True, help="Also print each turn's context block.")
 @click.option("--compare/--no-compare", default=True, show_default=True,
               help="For a combined turn, also show what the raw message would have recalled; "
@@ -171,6 +179,8 @@ def demo(db, k, pack, show_context, compare):
     printed with the title and date of the conversation or document they
     come from. The assistant's replies (abridged) are printed for reading
     only; they are not part of any search.
+
+    Needs the [memory] extra.
 
     \b
     Examples:
@@ -188,7 +198,7 @@ def demo(db, k, pack, show_context, compare):
         db = tmp
     try:
         started = time.perf_counter()
-        pack_obj = _load_pack(pack)
+        pack_obj, found = _load_pack(pack)
         click.echo(f"Building the sample memory in {db} (loading the embedding model) ...", err=True)
         total = sum(1 for line in memory_path.open(encoding="utf-8") if line.strip())
         done = 0
@@ -201,7 +211,7 @@ def demo(db, k, pack, show_context, compare):
         with MemoryStore.open(db) as store:
             report = store.ingest_jsonl(memory_path, progress=progress)
             click.echo(f"  {_ingest_summary(report)} in {time.perf_counter() - started:.1f} s", err=True)
-            click.echo(f"Replaying {len(rows)} turns with pack {pack_obj.name} {pack_obj.version}, k={k}\n", err=True)
+            click.echo(f"Replaying {len(rows)} turns with pack {pack_line(pack_obj, found)}, k={k}\n", err=True)
             width = min(shutil.get_terminal_size((100, 20)).columns, 110)
             recall = Recall(store, pack_obj, k=k)
             history: list[str] = []
@@ -239,7 +249,7 @@ def _comparison(store, pack, t, last_substantive: str | None, k: int):
 def _ingest_summary(report) -> str:
     """One line about what ``ingest_jsonl`` did."""
     summary = getattr(report, "summary", None)
-    return summary() if callable(summary) else str(report)
+    return str(summary()) if callable(summary) else str(report)
 
 
 # --------------------------------------------------------------------------

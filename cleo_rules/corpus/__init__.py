@@ -7,9 +7,14 @@ them to ``corpus/generated/``; ``check_corpus`` runs the checked-in corpus
 lists every case whose kind or query changes between two packs.
 """
 
+from typing import TYPE_CHECKING
+
 from .generate import GENERATOR_VERSION, build_corpus, generate
 from .model import Case, CorpusError
 from .run import Report, check_corpus, default_corpus_dir
+
+if TYPE_CHECKING:  # imported on first use (see __getattr__)
+    from .diff import diff_packs
 
 __all__ = ["Case", "CorpusError", "Report", "build_corpus", "check_corpus", "default_corpus_dir", "diff_packs",
            "generate", "GENERATOR_VERSION"]

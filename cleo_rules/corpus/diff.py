@@ -26,12 +26,16 @@ import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..text import normalize
 from .generate import generate
 from .model import Case, CorpusError
 from .run import Evaluator, default_corpus_dir, load_cases
+
+if TYPE_CHECKING:
+    from ..pack.compile import Pack
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,8 @@ class Change:
 
 @dataclass
 class DiffReport:
-    old: object
-    new: object
+    old: Pack
+    new: Pack
     old_label: str
     new_label: str
     compared: int = 0

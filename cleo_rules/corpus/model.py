@@ -47,7 +47,7 @@ class Case:
         return "other"
 
     def to_dict(self) -> dict:
-        d = {"id": self.id, "message": self.message, "expect": self.expect}
+        d: dict[str, object] = {"id": self.id, "message": self.message, "expect": self.expect}
         if self.rule:
             d["rule"] = self.rule
         if self.not_rules:

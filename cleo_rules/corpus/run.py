@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import Problem
 from ..shaping import render
@@ -32,6 +33,9 @@ from ..text import normalize
 from . import files as cfiles
 from .generate import GENERATOR_VERSION, generate, rule_kind
 from .model import CROSS, HAND, Case, CorpusError, problem
+
+if TYPE_CHECKING:
+    from ..pack.compile import Pack
 
 MAX_SHOWN = 20  # failing cases listed per rule in text output unless asked for all
 
@@ -130,7 +134,7 @@ class Stale:
 
 @dataclass
 class Report:
-    pack: object
+    pack: Pack
     corpus_dir: Path
     outcomes: list = field(default_factory=list)
     rules: list = field(default_factory=list)      # RuleStats, pack order
@@ -151,7 +155,7 @@ class Report:
 
     @property
     def uncovered(self) -> list:
-        return sorted({p.rule for p in self.problems if p.code in ("E220", "E221", "E222") and p.rule})
+        return sorted({p.rule for p in self.problems if p.code in ("E220", "E221") and p.rule})
 
     def totals(self) -> dict:
         t = {k: sum(getattr(r, k) for r in self.rules) for k in ("tp", "fn", "tn", "fp")}
@@ -170,7 +174,7 @@ class Report:
                  f"{rules} rules, " + ("all covered both ways" if covered == rules else
                                        f"{covered} covered both ways, {rules - covered} not"),
                  "corpus stale" if self.stale else "corpus up to date"]
-        others = [p for p in self.problems if p.code not in ("E220", "E221", "E222")]
+        others = [p for p in self.problems if p.code not in ("E220", "E221")]
         if others:
             parts.append(f"{len(others)} corpus problem{'s' if len(others) != 1 else ''}")
         return ("ok: " if self.ok else "FAILED: ") + "; ".join(parts)
@@ -442,7 +446,7 @@ def coverage(pack, stats: list[RuleStats]) -> list[Problem]:
 
 
 def contradictions(cases) -> list[Problem]:
-    seen: dict[tuple, Case] = {}
+    seen: dict[str, Case] = {}
     out = []
     for c in cases:
         key = normalize(c.message)  # the kind never depends on the history, only the query does

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -150,7 +152,11 @@ class Pack:
 
     @property
     def rules(self) -> tuple:
-        """Every classification rule: corrections, vocabulary sets, follow-ups (see ``referent_rules``)."""
+        """Every classification rule: corrections, vocabulary sets, follow-up patterns.
+
+        (A message is tried against the corrections, then the follow-up
+        patterns, then the vocabulary test; ``referent_rules`` are apart.)
+        """
         return self.corrections + self.vocab_sets + self.follow_ups
 
     def rule(self, rule_id: str):
@@ -196,15 +202,42 @@ def _find_manifest(path) -> tuple[Path, Path]:
     return p, manifest
 
 
-def _pattern_source(rule: dict) -> str:
+def _pattern_source(rule: dict) -> str | None:
     pat = rule.get("pattern")
     if isinstance(pat, list):
         return "|".join(f"(?:{p})" for p in pat)
-    return pat
+    return pat if isinstance(pat, str) else None
 
 
-def _regex_problems(src: Source, ptr: str, rid: str, pattern: str) -> tuple[Any, list[Problem]]:
+# What a control character in a pattern most likely came from: YAML double quotes read these escapes.
+_CONTROL_NAMES = {
+    "\x00": 'a NUL character ("\\0" in double quotes)',
+    "\x07": 'a bell character ("\\a" in double quotes)',
+    "\x08": 'a backspace ("\\b" in double quotes, so not a word boundary)',
+    "\x0b": 'a vertical tab ("\\v" in double quotes)',
+    "\x0c": 'a form feed ("\\f" in double quotes)',
+    "\x1b": 'an escape character ("\\e" in double quotes)',
+}
+_LAYOUT = frozenset("\t\n\r")  # white space a verbose (?x) pattern may hold
+
+
+def control_problems(src: Source, ptr: str, rid: str | None, pattern: str) -> list[Problem]:
+    """A pattern holding a control character: almost always a double-quoted YAML escape (``"\\bwhy"``)."""
+    for i, ch in enumerate(pattern):
+        if ch in _LAYOUT or unicodedata.category(ch) != "Cc":
+            continue
+        what = _CONTROL_NAMES.get(ch, f"the control character U+{ord(ch):04X}")
+        style = src.styles.get(ptr)
+        help = ("in YAML double quotes a backslash starts an escape (\"\\b\" is a backspace): write the pattern in "
+                "single quotes ('\\bwhy'), or double each backslash (\"\\\\bwhy\")" if style == '"' else
+                "remove the control character; write regex escapes such as \\b inside single quotes")
+        return [src.problem("E140", f"pattern holds {what} at position {i}", ptr, rule=rid, rank=3, help=help)]
+    return []
+
+
+def _regex_problems(src: Source, ptr: str, rid: str | None, pattern: str) -> tuple[Any, list[Problem]]:
     """Compile one pattern and lint it. Returns ``(compiled or None, problems)``."""
+    control = control_problems(src, ptr, rid, pattern)
     try:
         compiled = regex.compile(pattern)
     except regex.error as exc:
@@ -214,10 +247,10 @@ def _regex_problems(src: Source, ptr: str, rid: str, pattern: str) -> tuple[Any,
         if pos is not None and style in (None, "'", '"'):
             offset = pos + (0 if style is None else 1)
         where = f" at pattern position {pos}" if pos is not None else ""
-        return None, [src.problem("E130", f"pattern does not compile: {exc.msg if hasattr(exc, 'msg') else exc}{where}",
+        return None, [src.problem("E130", f"pattern does not compile: {getattr(exc, 'msg', exc)}{where}",
                                   ptr, rule=rid, offset=offset, rank=3,
                                   help="fix the regex syntax; in YAML prefer single quotes so backslashes stay as typed")]
-    problems = []
+    problems = control
     if compiled.groupindex:
         problems.append(src.problem("E138", f"pattern uses named group(s) {', '.join(compiled.groupindex)}", ptr,
                                     rule=rid, rank=4, help="use (?:...) instead; rule patterns are combined and names would clash"))
@@ -237,7 +270,34 @@ def _tup(v) -> tuple:
 
 
 def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
-    """Load, validate, lint and compile the pack at ``path`` (default: bundled)."""
+    """Load, validate, lint and compile the pack at ``path`` (default: bundled).
+
+    With ``check_examples`` (the default) every example, counterexample and
+    request form must do what it says, or :class:`PackError` is raised.
+    """
+    pack, sources = _compile(path)
+    if check_examples:
+        problems = example_problems(pack, sources)
+        if any(p.severity == "error" for p in problems):
+            raise PackError(problems, pack=_display(Path(pack.path)))
+    return pack
+
+
+def compile_with_examples(path=None) -> tuple[Pack, list[Problem]]:
+    """Compile the pack at ``path`` and check its examples without refusing it for them.
+
+    Returns ``(pack, problems)``: ``problems`` are the examples,
+    counterexamples and request forms that fail (placed at ``file:line:col``),
+    for commands that still work on such a pack (``explain``, ``classify``)
+    and say what fails. Any other problem raises :class:`PackError` as
+    :func:`compile_pack` does.
+    """
+    pack, sources = _compile(path)
+    return pack, example_problems(pack, sources)
+
+
+def _compile(path) -> tuple[Pack, dict[str, Source]]:
+    """The compiled pack and its rule files by display name; raises on every problem but failing examples."""
     pack_dir, manifest_path = _find_manifest(path)
     problems: list[Problem] = []
     manifest, found = load_yaml(manifest_path, _display(manifest_path))
@@ -246,7 +306,8 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     problems += schema_problems(manifest, "pack")
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
     name = mdata.get("pack", "?")
-    raw_settings = mdata.get("settings") if isinstance(mdata.get("settings"), dict) else {}
+    given_settings = mdata.get("settings")
+    raw_settings = given_settings if isinstance(given_settings, dict) else {}
     try:
         settings = Settings(**{k: v for k, v in raw_settings.items() if k in Settings.__dataclass_fields__})
     except TypeError:  # pragma: no cover - schema catches wrong keys first
@@ -254,12 +315,14 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     if isinstance(settings.combine, str):
         problems += check_combine(manifest, settings.combine)
     context = dict(DEFAULT_CONTEXT)
-    if isinstance(mdata.get("context"), dict):
-        context.update({k: v for k, v in mdata["context"].items() if isinstance(v, str)})
+    given_context = mdata.get("context")
+    if isinstance(given_context, dict):
+        context.update({k: v for k, v in given_context.items() if isinstance(v, str)})
 
-    files = mdata.get("files") if isinstance(mdata.get("files"), list) else []
+    given_files = mdata.get("files")
+    files = given_files if isinstance(given_files, list) else []
     if len(files) > MAX_FILES:
-        problems.append(manifest.problem("E114", f"{len(files)} files listed, at most {MAX_FILES}", "/files", rank=1,
+        problems.append(manifest.problem("E118", f"{len(files)} files listed, at most {MAX_FILES}", "/files", rank=1,
                                          help="merge rule files"))
         files = files[:MAX_FILES]
     sources: list[tuple[Source, str]] = []
@@ -267,7 +330,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
         ptr = pointer_join("/files", i)
         member = resolve_member(pack_dir, fname) if isinstance(fname, str) else None
         if member is None:
-            problems.append(manifest.problem("E115", f"file {fname!r} is outside the pack directory", ptr, rank=1,
+            problems.append(manifest.problem("E119", f"file {fname!r} is outside the pack directory", ptr, rank=1,
                                              help="list files by a path inside the pack, without '..' or a leading '/'"))
             continue
         if not member.is_file():
@@ -294,7 +357,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     lexicon: dict[str, frozenset[str]] = {}
     referent_words: dict[str, tuple[str, ...]] = {}
     seen_ids: dict[str, tuple[Source, str]] = {}
-    seen_words: dict[str, tuple[str, Source, str]] = {}
+    seen_words: dict[str, tuple[str | None, Source, str]] = {}
     wants_lexicon: list[tuple[Source, str, str, str]] = []
 
     def claim_id(src, ptr, rid):
@@ -338,7 +401,8 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
             if not isinstance(item, dict):
                 continue
             ptr = pointer_join(base, i)
-            rid = item.get("id")
+            given_id = item.get("id")
+            rid = given_id if isinstance(given_id, str) else None
             ok = claim_id(src, pointer_join(ptr, "id"), rid)
             line = src.where(ptr)[0]
             if kind == "vocabulary":
@@ -347,7 +411,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                     key = " ".join(regex.findall(r"\w+(?:'\w+)*", w.casefold()))
                     wptr = pointer_join(pointer_join(ptr, "words"), j)
                     if not key:
-                        problems.append(src.problem("E133", f"vocabulary entry {w!r} has no word in it", wptr, rule=rid,
+                        problems.append(src.problem("E142", f"vocabulary entry {w!r} has no word in it", wptr, rule=rid,
                                                     rank=6, help="remove the entry; punctuation is ignored when matching"))
                         continue
                     if key in seen_words:
@@ -368,7 +432,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                     problems += found
                     if compiled is not None:
                         tps.append(tp)
-                if ok:
+                if ok and rid is not None:
                     vocab_sets.append(VocabSet(
                         id=rid, role=item.get("role", "filler"), description=item.get("description", ""),
                         words=tuple(words), token_patterns=tuple(tps), examples=_tup(item.get("examples")),
@@ -386,11 +450,18 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                     problems += found
                 if not any(p.rule == rid and p.code in ("E130",) for p in problems):
                     compiled, found = _regex_problems(src, pptr, rid, pattern)
-                    problems += [p for p in found if p.code != "E131"]
+                    problems += [p for p in found if p.code not in ("E131", "E140")]
             else:
                 compiled, found = _regex_problems(src, pptr, rid, pattern)
                 problems += found
-            if compiled is None or not ok:
+            low, high = item.get("min_content_words"), item.get("max_content_words")
+            if isinstance(low, int) and isinstance(high, int) and low > high:
+                problems.append(src.problem(
+                    "E141", f"min_content_words ({low}) is above max_content_words ({high}): "
+                            "no message can fire this rule", pointer_join(ptr, "min_content_words"), rule=rid, rank=4,
+                    help="lower min_content_words or raise max_content_words; both count the topic words outside "
+                         "the match"))
+            if compiled is None or not ok or rid is None:
                 continue
             if kind == "referents":
                 referent_rules.append(ReferentRule(
@@ -415,7 +486,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     for src, ptr, rid, set_name in wants_lexicon:
         if set_name not in lexicon:
             known = ", ".join(sorted(lexicon)) or "none: the pack lists no lexicon file"
-            problems.append(src.problem("E140", f"head_in names lexicon set {set_name!r}, which the pack does not have",
+            problems.append(src.problem("E143", f"head_in names lexicon set {set_name!r}, which the pack does not have",
                                         ptr, rule=rid, rank=4, help=f"use one of the lexicon's sets ({known})"))
     if any(p.severity == "error" for p in problems):
         raise PackError(problems, pack=_display(pack_dir))
@@ -428,12 +499,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
                 context=MappingProxyType(context), slots=MappingProxyType(slots), slots_seed=slots_seed,
                 referent_rules=tuple(referent_rules), lexicon=MappingProxyType(lexicon),
                 referent_words=MappingProxyType(referent_words))
-    if check_examples:
-        by_file = {s.display: s for s, _ in sources}
-        problems += example_problems(pack, by_file)
-        if any(p.severity == "error" for p in problems):
-            raise PackError(problems, pack=_display(pack_dir))
-    return pack
+    return pack, {src.display: src for src, _ in sources}
 
 
 def _rule_pointer(src: Source, rule_id: str) -> str:
@@ -462,7 +528,7 @@ def _referent_problems(pack: Pack, rule: ReferentRule, src: Source, base: str) -
             try:
                 history = read_history(case.get("history") or ())
             except (TypeError, HistoryError) as exc:
-                problems.append(src.problem("E141", f"{key[:-1]}'s history is malformed: {exc}", ptr, rule=rule.id,
+                problems.append(src.problem("E144", f"{key[:-1]}'s history is malformed: {exc}", ptr, rule=rule.id,
                                             rank=8, help="history items are strings or {role, content}"))
                 continue
             found = finder.find(normalize(message[: pack.settings.max_scan_chars]), message, history)
@@ -473,13 +539,96 @@ def _referent_problems(pack: Pack, rule: ReferentRule, src: Source, base: str) -
                     help = ("another referent rule is tried first and answers; narrow it or reorder the rules"
                             if found is not None and found.rule != rule.id else
                             "check the pattern matches the referring words, and that the history offers the referent")
-                    problems.append(src.problem("E142", f"example {message!r} should find {want!r} by this rule, "
+                    problems.append(src.problem("E145", f"example {message!r} should find {want!r} by this rule, "
                                                 f"but finds {got}", ptr, rule=rule.id, rank=8, help=help))
             elif found is not None and found.rule == rule.id:
-                problems.append(src.problem("E143", f"counterexample {message!r} finds {found.text!r} by this rule",
+                problems.append(src.problem("E146", f"counterexample {message!r} finds {found.text!r} by this rule",
                                             ptr, rule=rule.id, rank=8,
                                             help="narrow the pattern, or change the counterexample's history"))
     return problems
+
+
+_TOPIC_NOTE = re.compile(r"(?P<outside>\d+) topic word\(s\) outside the match.*?(?:, (?P<before>\d+) before it)?$")
+
+
+def _order(pack: Pack, rule_id: str) -> int:
+    """Where ``rule_id`` is tried: corrections in file order, follow-up patterns in file order, the vocabulary test."""
+    ids = [r.id for r in pack.corrections] + [r.id for r in pack.follow_ups]
+    return ids.index(rule_id) if rule_id in ids else len(ids)
+
+
+def _taker(pack: Pack, rule, other: str) -> str:
+    """``other``, the rule that took a message, placed in the order relative to ``rule``."""
+    kind = pack.rule(other).kind
+    what = {"correction": "a correction", "follow_up": "a follow-up pattern", "vocabulary": "the vocabulary test"}[kind]
+    if kind == "vocabulary" and rule.kind == "vocabulary":
+        return f"the vocabulary test, which names {other}"
+    side = "earlier" if _order(pack, other) < _order(pack, rule.id) else "later"
+    return f"{other} ({what}, {side} in the order)"
+
+
+def example_miss(pack: Pack, rule, message: str) -> str:
+    """Why ``message``, an example of ``rule``, does not fire it, and what to do: from :meth:`Pack.explain`.
+
+    Names the rule that took the message (earlier or later in the order:
+    corrections, follow-up patterns, the vocabulary test) or the bound that
+    stopped it (``min_chars``, ``max_follow_up_words``,
+    ``min/max_content_words``, ``max_content_before``).
+    """
+    ex = pack.explain(message)
+    d = ex.decision
+    s = pack.settings
+    if d.kind == "skip":
+        return (f"it is under min_chars ({s.min_chars}) characters, so it is skipped before any rule is tried; "
+                f"lengthen the example or lower min_chars in pack.yaml")
+    mine = next((a for a in ex.attempts if a.rule == rule.id), None)
+    if mine is not None and mine.note == "timed out":
+        return "this rule's pattern ran out of time on it; simplify the pattern (see E131) or shorten the example"
+    taken = f"{_taker(pack, rule, d.rule)} takes it" if d.rule and d.rule != rule.id else ""
+    if rule.kind == "correction":
+        if mine is not None and mine.span is not None:
+            return f"{taken} first; narrow {d.rule} or move the example to it"
+        return (f"this rule's pattern does not match it{' and ' + taken if taken else ''}; widen the pattern "
+                f"(it sees lower-case text with plain quotes), or remove the example")
+    if d.kind == "correction":
+        return f"{taken}: corrections are tried before follow-ups; narrow {d.rule} or move the example to it"
+    if len(ex.words) > s.max_follow_up_words:
+        return (f"it has {len(ex.words)} words, over max_follow_up_words ({s.max_follow_up_words}), so no follow-up "
+                f"pattern or vocabulary test applies; shorten the example or raise max_follow_up_words in pack.yaml")
+    if rule.kind == "follow_up":
+        if mine is None or mine.span is None:
+            return (f"this rule's pattern does not match it{' and ' + taken if taken else ''}; widen the pattern "
+                    f"(it sees lower-case text with plain quotes), or remove the example")
+        if not mine.fired:
+            m = _TOPIC_NOTE.match(mine.note)
+            outside = int(m.group("outside")) if m else None
+            before = int(m.group("before")) if m and m.group("before") else None
+            bounds = []
+            if outside is not None and outside < rule.min_content_words:
+                bounds.append(f"min_content_words ({rule.min_content_words}) wants at least that many topic words "
+                              f"outside the match, it has {outside}")
+            if outside is not None and rule.max_content_words is not None and outside > rule.max_content_words:
+                bounds.append(f"max_content_words ({rule.max_content_words}) allows at most that many topic words "
+                              f"outside the match, it has {outside}")
+            if before is not None and rule.max_content_before is not None and before > rule.max_content_before:
+                bounds.append(f"max_content_before ({rule.max_content_before}) allows at most that many topic words "
+                              f"before the match, it has {before}")
+            why = "; ".join(bounds) or mine.note
+            then = f", and {taken}" if taken else ""
+            return (f"the pattern matches {mine.matched!r} but a bound stops it: {why}{then}; "
+                    f"change the bound or the example")
+        return f"{taken} first; narrow {d.rule} or move the example to it"
+    # a vocabulary set
+    if d.rule and pack.rule(d.rule).kind != "vocabulary":
+        return f"{taken}: follow-up patterns are tried before the vocabulary test; narrow {d.rule} or move the example"
+    test = next((a for a in reversed(ex.attempts) if a.stage == "vocabulary"), None)
+    if test is not None and not test.fired:
+        return f"the vocabulary test does not hold: {test.note}; add them to a vocabulary set, or remove the example"
+    if d.rule and d.rule != rule.id:
+        other = pack.rule(d.rule)
+        return (f"the vocabulary test names {d.rule}: its role {other.role!r} outranks this set's {rule.role!r} "
+                f"(choice, nod, negation, closing, request, anaphor); move the example to {d.rule}")
+    return "add its missing words to this set"
 
 
 def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
@@ -505,13 +654,10 @@ def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
                 if d.kind != "follow_up":
                     problems.append(src.problem("E134", f"example {msg!r} should be a follow-up thanks to these words, but it is {said(d)}",
                                                 pointer_join(pointer_join(base, "examples"), j), rule=rule.id, rank=8,
-                                                help="add the missing words to a vocabulary set"))
+                                                help=example_miss(pack, rule, msg)))
                 continue
             if d.rule != rule.id or d.kind != want_kind:
-                help = ("another rule is checked first and takes it; narrow that rule or move the example"
-                        if d.rule else
-                        ("add its missing words to this set" if rule.kind == "vocabulary" else
-                         "widen the pattern to match it (patterns see lower-case text with plain quotes), or remove the example"))
+                help = example_miss(pack, rule, msg)
                 problems.append(src.problem("E134", f"example {msg!r} does not fire this rule: it is {said(d)}",
                                             pointer_join(pointer_join(base, "examples"), j), rule=rule.id, rank=8, help=help))
         for j, msg in enumerate(rule.counterexamples):

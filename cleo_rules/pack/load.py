@@ -142,12 +142,16 @@ def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, li
     try:
         size = path.stat().st_size
     except OSError as exc:
-        return None, [Problem("E115", f"cannot read file: {exc.strerror or exc}", display, rank=1,
+        return None, [Problem("E108", f"cannot read file: {exc.strerror or exc}", display, rank=1,
                               help="check the path in the manifest's files list")]
     if size > MAX_FILE_BYTES:
         return None, [Problem("E114", f"file is {size} bytes, over the limit of {MAX_FILE_BYTES}", display,
                               line=1, col=1, rank=1, help="split the file or trim it")]
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:  # a directory named like a file, a file gone since stat
+        return None, [Problem("E108", f"cannot read file: {exc.strerror or exc}", display, rank=1,
+                              help="check the path names a readable file")]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,6 +13,12 @@ A pack is named in one of three ways:
 
 * nothing: the **bundled** default pack (``cleo-en``).
 
+A command given no pack finds one with :func:`find_pack`, in this order: the
+``CLEO_RULES_PACK`` environment variable; ``[tool.cleo-rules] pack = "..."``
+in the nearest ``pyproject.toml`` (a path relative to that file, or a name);
+``./rules`` when it holds a ``pack.yaml``; else the bundled pack. The result
+says which of these it was, so every command can name the pack it used.
+
 Listing reads manifests only; nothing is compiled. Version ranges are
 semver ranges written the way npm and pip users expect: ``>=1.0,<2``,
 ``^1.2``, ``~1.2.3``, ``~=1.2``, ``1.x``, ``1.2.3``, alternatives joined by
@@ -33,10 +39,11 @@ from ..resources import rules_dir
 from .load import MANIFEST, load_yaml
 
 GROUP = "cleo_rules.packs"
+ENV_VAR = "CLEO_RULES_PACK"
 
 __all__ = [
-    "GROUP", "PackInfo", "Version", "VersionRange", "VersionRangeError",
-    "available_packs", "check_version", "pack_info", "resolve_pack",
+    "ENV_VAR", "GROUP", "FoundPack", "PackInfo", "Version", "VersionRange", "VersionRangeError",
+    "available_packs", "check_version", "display", "find_pack", "pack_info", "resolve_pack",
 ]
 
 
@@ -82,11 +89,11 @@ class Version:
     def core(self) -> tuple[int, int, int]:
         return (self.major, self.minor, self.patch)
 
-    def _key(self):
+    def _key(self) -> tuple[tuple[int, int, int], int, tuple[tuple[int, int, str], ...]]:
         if not self.prerelease:
             return (self.core, 1, ())
         # numeric identifiers sort before alphanumeric ones, and numerically
-        return (self.core, 0, tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in self.prerelease))
+        return (self.core, 0, tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in self.prerelease))
 
     def __lt__(self, other):
         if not isinstance(other, Version):
@@ -108,6 +115,7 @@ _COMPARATOR = re.compile(r"(\^|~=|~|>=|<=|==|!=|>|<|=)?\s*([^\s,|]+)")
 _PARTIAL = re.compile(
     r"v?(?P<p>[0-9xX*]+(?:\.[0-9xX*]+){0,2})(?:-(?P<pre>[0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?"
 )
+_SEPARATOR = re.compile(r"\s*,?\s*")
 _RANGE_HELP = "write comparators such as >=1.0,<2 or ^1.2 or ~1.2.3, alternatives joined by ||"
 
 
@@ -143,7 +151,7 @@ def _bump(nums: list[int]) -> Version:
 def _desugar(op: str | None, nums: list[int], pre: tuple, whole: str, token: str) -> list[tuple[str, Version]]:
     n = len(nums)
     full = nums + [0] * (3 - n)
-    low = Version(*full, pre)
+    low = Version(full[0], full[1], full[2], pre)
     if op in (None, "=", "=="):
         if n == 0:
             return []
@@ -218,8 +226,8 @@ class VersionRange:
                 nums, pre = _partial(m.group(2), text)
                 constraints += _desugar(m.group(1), nums, pre, text, m.group(0))
                 pos = m.end()
-                sep = re.compile(r"\s*,?\s*").match(rest, pos)
-                pos = sep.end()
+                sep = _SEPARATOR.match(rest, pos)  # matches at any position: it may be empty
+                pos = sep.end() if sep is not None else pos
             alternatives.append(tuple(constraints))
         return cls(text.strip(), tuple(alternatives))
 
@@ -300,6 +308,11 @@ class PackInfo:
         }
 
 
+def display(path) -> str:
+    """How a path is shown: relative to the working directory when inside it, else absolute."""
+    return _display(Path(path))
+
+
 def _display(path: Path) -> str:
     try:
         rel = os.path.relpath(path)
@@ -357,7 +370,7 @@ def _ep_path(ep) -> Path:
         target = target()
     if hasattr(target, "__path__") or hasattr(target, "__file__"):  # a package or module
         paths = list(getattr(target, "__path__", []) or [])
-        target = paths[0] if paths else os.path.dirname(target.__file__)
+        target = paths[0] if paths else os.path.dirname(getattr(target, "__file__", "") or "")
     if not isinstance(target, (str, os.PathLike)):
         raise TypeError(f"entry point {ep.name} = {ep.value} gave {type(target).__name__}, not a pack directory")
     return Path(target)
@@ -418,13 +431,115 @@ def resolve_pack(spec=None) -> Path:
                            f"({', '.join(e.value for e in eps)}); give the pack's directory instead")
     if eps:
         info = _from_entry_point(eps[0])
-        if info.error:
-            raise PackNotFound(f"rule pack {spec!r}: {info.error}")
+        if info.error or info.path is None:
+            raise PackNotFound(f"rule pack {spec!r}: {info.error or 'the entry point gave no directory'}")
         return info.path
     packs = available_packs()
-    named = [p for p in packs if p.name == spec and p.path is not None and not p.error]
+    named = [p.path for p in packs if p.name == spec and p.path is not None and not p.error]
     if named:
-        return named[0].path
+        return named[0]
     listed = ", ".join(f"{p.name} {p.version}".strip() for p in packs if not p.error) or "none"
     raise PackNotFound(f"no rule pack named {spec!r} and no directory {spec!r}; installed packs: {listed} "
                        f"(see `cleo-rules packs`)")
+
+
+# --------------------------------------------------------------------------
+# Which pack a command uses
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundPack:
+    """The pack a command uses and how it was found.
+
+    ``source`` is ``"argument"``, ``"CLEO_RULES_PACK"``, ``"pyproject.toml"``,
+    ``"./rules"`` or ``"bundled"``; ``config`` is the ``pyproject.toml`` that
+    named it, when one did.
+    """
+
+    path: Path
+    source: str
+    config: Path | None = None
+
+    def describe(self) -> str:
+        """How it was found, for people: ``./rules``, ``pyproject.toml ([tool.cleo-rules])``, ..."""
+        if self.source == "pyproject.toml" and self.config is not None:
+            return f"[tool.cleo-rules] in {_display(self.config)}"
+        if self.source == "argument":
+            return "given"
+        return self.source
+
+    def to_dict(self) -> dict:
+        return {"path": _display(self.path), "found_by": self.source,
+                "config": _display(self.config) if self.config is not None else None}
+
+
+def _nearest_pyproject(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _configured(pyproject: Path) -> str | None:
+    """``[tool.cleo-rules] pack`` of ``pyproject``, or None. Raises UsageError when it cannot be read."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read {_display(pyproject)} while looking for [tool.cleo-rules]: {exc}") from None
+    tool = data.get("tool", {})
+    table = tool.get("cleo-rules") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    value = table.get("pack") if isinstance(table, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{_display(pyproject)}: [tool.cleo-rules] pack must be a directory or a pack's name, "
+                         f"not {value!r}")
+    return value
+
+
+def _resolve_from(spec: str, base: Path, where: str) -> Path:
+    """``spec`` as a pack path relative to ``base``, or an installed pack's name."""
+    candidate = spec if os.path.isabs(spec) else os.path.join(base, spec)
+    if _looks_like_path(spec) or os.path.exists(candidate):
+        path = Path(candidate)
+        if not path.exists():
+            raise PackNotFound(f"{where} names {spec!r}: no rule pack at {_display(path)}: no such directory")
+        return _pack_path(path)
+    try:
+        return resolve_pack(spec)
+    except PackNotFound as exc:
+        raise PackNotFound(f"{where} names {spec!r}: {exc}") from None
+
+
+def find_pack(spec=None, *, cwd=None, environ=None) -> FoundPack:
+    """The pack a command uses: ``spec`` when given, else the first of
+
+    1. the ``CLEO_RULES_PACK`` environment variable (a directory or a name);
+    2. ``[tool.cleo-rules] pack`` in the nearest ``pyproject.toml`` from
+       ``cwd`` up (a directory relative to that file, or a name);
+    3. ``./rules`` when it holds a ``pack.yaml``;
+    4. the bundled pack.
+    """
+    if spec is not None:
+        return FoundPack(resolve_pack(spec), "argument")
+    env = os.environ if environ is None else environ
+    here = Path(cwd) if cwd is not None else Path.cwd()
+    value = env.get(ENV_VAR)
+    if value:
+        return FoundPack(_resolve_from(value, Path(cwd) if cwd is not None else Path("."), ENV_VAR), ENV_VAR)
+    pyproject = _nearest_pyproject(here.resolve())
+    if pyproject is not None:
+        value = _configured(pyproject)
+        if value is not None:
+            where = f"[tool.cleo-rules] pack in {_display(pyproject)}"
+            return FoundPack(_resolve_from(value, pyproject.parent, where), "pyproject.toml", pyproject)
+    local = here / "rules"
+    if (local / MANIFEST).is_file():
+        return FoundPack(Path("rules") if cwd is None else local, "./rules")
+    return FoundPack(rules_dir(), "bundled")

@@ -14,8 +14,9 @@ import json
 import string
 from functools import lru_cache
 
-import jsonschema
+from jsonschema import validators
 from jsonschema.exceptions import relevance
+from jsonschema.protocols import Validator
 
 from ..errors import Problem
 from ..resources import schemas_dir
@@ -27,10 +28,10 @@ _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a n
 
 
 @lru_cache(maxsize=None)
-def validator(name: str) -> jsonschema.protocols.Validator:
+def validator(name: str) -> Validator:
     with open(schemas_dir() / f"{name}.schema.json", encoding="utf-8") as fh:
         schema = json.load(fh)
-    cls = jsonschema.validators.validator_for(schema)
+    cls = validators.validator_for(schema)
     return cls(schema)
 
 
@@ -55,9 +56,11 @@ def rule_id_at(data, pointer: str) -> str | None:
     parts = pointer.split("/")
     if len(parts) >= 3 and parts[1] in ("rules", "sets") and isinstance(data, dict):
         items = data.get(parts[1])
+        if not isinstance(items, list):
+            return None
         try:
             item = items[int(parts[2])]
-        except (TypeError, ValueError, IndexError, KeyError):
+        except (ValueError, IndexError):
             return None
         if isinstance(item, dict) and isinstance(item.get("id"), str):
             return item["id"]
@@ -95,7 +98,7 @@ def _describe(error, source: Source) -> list[Problem]:
         return out
     if v == "type":
         want = error.validator_value
-        want_s = " or ".join(_TYPE_NAMES.get(w, w) for w in (want if isinstance(want, list) else [want]))
+        want_s = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in (want if isinstance(want, list) else [want]))
         help = f"write {want_s} here"
         if want == "string" and isinstance(inst, bool):
             help = ("quote it: YAML reads yes/no/on/off/true/false as booleans, "

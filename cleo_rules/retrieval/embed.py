@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class Embedder:
     def loaded(self) -> bool:
         return self._model is not None
 
-    def _load(self):
+    def _load(self) -> Any:
         with self._lock:
             if self._model is not None:
                 return self._model
@@ -107,9 +108,12 @@ class Embedder:
             except Exception as exc:
                 raise StoreError(f"cannot load embedding model from {self.model_path}: {exc}") from exc
             getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-            self._dim = int(getter())
+            dim = getter()
+            if not isinstance(dim, int):
+                raise StoreError(f"the embedding model at {self.model_path} does not say how long its vectors are")
+            self._dim = dim
             self._model = model
-            _LOADED[key] = (model, self._dim)
+            _LOADED[key] = (model, dim)
             return model
 
     @property
@@ -117,6 +121,7 @@ class Embedder:
         """Length of each vector (loads the model if needed)."""
         if self._dim is None:
             self._load()
+        assert self._dim is not None  # _load sets it or raises
         return self._dim
 
     def encode(self, texts) -> np.ndarray:
@@ -130,7 +135,7 @@ class Embedder:
         texts = list(texts)
         model = self._load()
         if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         vectors = model.encode(
             texts,
             batch_size=self.batch_size,

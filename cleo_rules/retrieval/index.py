@@ -29,10 +29,13 @@ import os
 import secrets
 import time
 from pathlib import Path
+from typing import Literal
 
 import hnswlib
 import numpy as np
 
+#: The distance spaces hnswlib knows.
+Space = Literal["l2", "ip", "cosine"]
 SIDECAR_FORMAT = 1
 HNSWLIB_VERSION = "0.8.0"
 MIN_CAPACITY = 1024
@@ -124,10 +127,10 @@ def remove_stale_temp_files(directory: Path) -> list[Path]:
     return removed
 
 
-def _load_hnsw(source: str, space: str, dim: int, capacity: int) -> hnswlib.Index:
+def _load_hnsw(source: str, space: Space, dim: int, capacity: int) -> hnswlib.Index:
     """Load a verified index file. The only place hnswlib reads a file."""
     raw = hnswlib.Index(space=space, dim=dim)
-    raw.load_index(source, max_elements=capacity, allow_replace_deleted=True)
+    raw.load_index(source, max_elements=capacity, allow_replace_deleted=True)  # pyright: ignore[reportCallIssue]  # hnswlib 0.8.0 takes it; its stubs are older
     return raw
 
 
@@ -143,7 +146,7 @@ class VectorIndex:
         path: Path,
         dim: int,
         *,
-        space: str = "cosine",
+        space: Space = "cosine",
         M: int = 16,
         ef_construction: int = 200,
         ef_search: int = 64,
@@ -163,7 +166,7 @@ class VectorIndex:
                 M=M,
                 ef_construction=ef_construction,
                 random_seed=100,
-                allow_replace_deleted=True,
+                allow_replace_deleted=True,  # pyright: ignore[reportCallIssue]  # hnswlib 0.8.0 takes it; its stubs are older
             )
             self._labels: set[int] = set()
         else:
@@ -209,7 +212,7 @@ class VectorIndex:
         return meta
 
     @classmethod
-    def load(cls, path: Path, *, dim: int | None, model: str | None, space: str = "cosine", ef_search: int = 64):
+    def load(cls, path: Path, *, dim: int | None, model: str | None, space: Space = "cosine", ef_search: int = 64):
         """Load the index at ``path`` after checking it against its sidecar.
 
         ``dim`` and ``model``, when given, must match what the sidecar says.

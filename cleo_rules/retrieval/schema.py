@@ -21,27 +21,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from operator import attrgetter
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 
 import sqlite_utils
 
 from ..errors import StoreError
+from ..kinds import Source
 
 SCHEMA_VERSION = 1
 DB_FILE = "memory.db"
 LOCK_FILE = "index.lock"
-
-
-class Source(StrEnum):
-    """Where a stored piece comes from.
-
-    The values are the strings that results, traces and JSON carry
-    (``Source.CONVERSATION == "conversation"``).
-    """
-
-    CONVERSATION = "conversation"
-    DOCUMENT = "document"
 
 
 @dataclass(frozen=True)

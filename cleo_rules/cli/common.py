@@ -1,0 +1,59 @@
+"""What the commands share: the pack options, finding and naming the pack used, exit codes."""
+
+from __future__ import annotations
+
+import click
+
+# The exit codes of cleo_rules.codes.CATEGORIES, as every command's --help states them.
+EXIT_CODES_HELP = (
+    "Exit codes: 0 clean; 1 findings in the pack or corpus; 2 usage, input or environment error "
+    "(bad arguments, a missing extra); 3 internal error."
+)
+
+PACK_HELP = ("Rule pack: a directory, its pack.yaml, or an installed pack's name. Default: $CLEO_RULES_PACK, "
+             "else [tool.cleo-rules] pack in the nearest pyproject.toml, else ./rules if it holds a pack.yaml, "
+             "else the bundled cleo-en.")
+
+pack_option = click.option("--pack", "pack_dir", default=None, metavar="DIR|NAME", help=PACK_HELP)
+history_option = click.option("--history", "-H", multiple=True, metavar="TEXT",
+                              help="An earlier user message, oldest first; repeat for more.")
+
+
+def find(spec):
+    """The pack a command uses (:func:`cleo_rules.pack.sources.find_pack`)."""
+    from ..pack.sources import find_pack
+
+    return find_pack(spec)
+
+
+def pack_line(pack, found) -> str:
+    """``cleo-en 1.0.0 (hash) at rules (./rules)``: the pack used, for people."""
+    from ..pack.sources import display
+
+    return f"{pack.name} {pack.version} ({pack.content_hash}) at {display(found.path)} ({found.describe()})"
+
+
+def pack_record(pack, found) -> dict:
+    """The pack used, for ``--json``."""
+    return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **found.to_dict()}
+
+
+def load_lenient(found, *, quiet: bool = False):
+    """Compile the pack ``found`` names, warning on stderr about its own examples that fail.
+
+    ``explain`` and ``classify`` work on such a pack (a designer needs them
+    most then); ``check`` stays strict. Returns ``(pack, example problems)``.
+    """
+    from ..pack.compile import compile_with_examples
+
+    pack, problems = compile_with_examples(found.path)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors and not quiet:
+        n = len(errors)
+        click.echo(f"Warning: {n} of the pack's own examples {'fails' if n == 1 else 'fail'} "
+                   f"(`cleo-rules check` refuses the pack until they pass):", err=True)
+        for p in errors[:10]:
+            click.echo(f"  {p.location}: {p.rule}: {p.message}", err=True)
+        if n > 10:
+            click.echo(f"  ... and {n - 10} more", err=True)
+    return pack, problems

@@ -1,0 +1,333 @@
+"""Every error code cleo-rules reports, in one registry.
+
+Each code has one meaning, a message template (the shape of the messages
+reported under it; ``{name}`` stands for a part that varies), one line of
+general help (a finding may carry more specific help of its own) and a
+category. The category decides the command line's exit code:
+
+====================  ====  =========================================
+category              exit  what
+====================  ====  =========================================
+``pack``              1     a finding in a rule pack
+``corpus``            1     a finding in a pack's corpus
+``usage``             2     a bad argument or input
+``environment``       2     something missing around the program (an extra, a store)
+``internal``          3     a bug in cleo-rules
+====================  ====  =========================================
+
+``docs/errors.md`` is generated from this registry by :func:`markdown` (``make docs``).
+Codes are recorded as they are raised (:func:`seen`), so the test-suite can
+check that every code it raises is registered and every registered code is
+raised somewhere in it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["CATEGORIES", "CODES", "Code", "EXIT_OK", "exit_code", "lookup", "markdown", "observed", "seen"]
+
+EXIT_OK = 0
+CATEGORIES = {
+    "pack": (1, "a finding in a rule pack"),
+    "corpus": (1, "a finding in a pack's corpus"),
+    "usage": (2, "a bad argument or input"),
+    "environment": (2, "something the program needs around it is missing"),
+    "internal": (3, "a bug in cleo-rules"),
+}
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    meaning: str
+    template: str
+    help: str
+    category: str
+
+    @property
+    def exit_code(self) -> int:
+        return CATEGORIES[self.category][0]
+
+    def matches(self, message: str) -> bool:
+        """Whether ``message`` has the shape of this code's template."""
+        return _template_regex(self.template).fullmatch(message) is not None
+
+
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = _PLACEHOLDER.split(template)
+    return re.compile("(?s)" + ".+?".join(re.escape(p) for p in parts))
+
+
+def _c(code: str, category: str, meaning: str, template: str, help: str) -> Code:
+    return Code(code, meaning, template, help, category)
+
+
+_ALL = [
+    # -- the program ----------------------------------------------------------------
+    _c("E000", "internal", "an unexpected error inside cleo-rules",
+       "internal error: {error}",
+       "this is a bug; report it with the command that caused it (CLEO_RULES_DEBUG=1 prints the traceback)"),
+    _c("E001", "usage", "an argument or input is wrong",
+       "{detail}",
+       "see the command's --help"),
+    _c("E002", "environment", "a command needs an optional extra that is not installed",
+       "the {what} needs the [{extra}] extra: pip install 'cleo-rules[{extra}]'",
+       "install the extra into the same environment as cleo-rules"),
+    # -- rule packs: loading ---------------------------------------------------------
+    _c("E100", "pack", "a rule pack cannot be loaded (the problems under it say why)",
+       "rule pack {pack} is invalid ({count})\n{first}",
+       "fix the problems listed, most useful first"),
+    _c("E101", "usage", "no rule pack under that name or path",
+       "{detail}",
+       "give a pack directory, its pack.yaml, or the name of an installed pack (`cleo-rules packs` lists them)"),
+    _c("E108", "pack", "a file of the pack cannot be read",
+       "cannot read file: {reason}",
+       "check the file exists and is readable"),
+    _c("E110", "pack", "a rule file is not well-formed YAML",
+       "YAML {detail}",
+       "check indentation, colons and quoting around the position given"),
+    _c("E111", "pack", "a YAML tag or a non-string key, which rule files do not allow",
+       "{detail}",
+       "use plain strings, numbers, booleans, lists and mappings"),
+    _c("E112", "pack", "a YAML anchor or alias, which rule files do not allow",
+       "{detail} not supported in rule files",
+       "write the repeated value out in full"),
+    _c("E113", "pack", "a key appears twice in one mapping",
+       "duplicate key {key} (first at line {line})",
+       "merge or remove one of them"),
+    _c("E114", "pack", "a file is over the size limit",
+       "file is {size} bytes, over the limit of {limit}",
+       "split the file or trim it"),
+    _c("E115", "pack", "a file named in the manifest does not exist",
+       "file {name} not found in {pack}",
+       "create the file or remove it from the manifest's files list"),
+    _c("E116", "pack", "a file is not valid UTF-8",
+       "file is not valid UTF-8",
+       "save the file as UTF-8"),
+    _c("E117", "pack", "a rule file is empty",
+       "file is empty",
+       "a rule file needs at least a `kind` key"),
+    _c("E118", "pack", "the manifest lists more files than a pack may hold",
+       "{count} files listed, at most {limit}",
+       "merge rule files"),
+    _c("E119", "pack", "the manifest names a file outside the pack directory",
+       "file {name} is outside the pack directory",
+       "list files by a path inside the pack, without '..' or a leading '/'"),
+    # -- rule packs: schema ------------------------------------------------------------
+    _c("E120", "pack", "a value breaks its JSON Schema in a way no more specific code covers",
+       "{detail}",
+       "see the file's schema in schemas/"),
+    _c("E121", "pack", "a key the schema does not know",
+       "unknown key {key}",
+       "check the spelling; the help lists the keys allowed there"),
+    _c("E122", "pack", "a required key is missing",
+       "missing required key {key}",
+       "add the key; every rule needs an id, a description, examples and counterexamples"),
+    _c("E123", "pack", "a value of the wrong type",
+       "expected {wanted}, found {found}",
+       "quote strings that YAML would read as booleans or numbers"),
+    _c("E124", "pack", "a value that is not one of those allowed",
+       "{detail}",
+       "use one of the values the help lists"),
+    _c("E125", "pack", "a list or string that is too short or too long",
+       "{detail}",
+       "add or remove items"),
+    _c("E126", "pack", "a list holds the same item twice",
+       "items must be unique",
+       "remove the repeated item"),
+    _c("E127", "pack", "a string that is not in the required form",
+       "{value} is not a valid {what}",
+       "the help says the form required"),
+    _c("E128", "pack", "a number out of its range",
+       "{value} is out of range ({bound})",
+       "use a number inside the range"),
+    # -- rule packs: lints ---------------------------------------------------------------
+    _c("E130", "pack", "a pattern does not compile",
+       "pattern does not compile: {error}",
+       "fix the regex syntax; in YAML prefer single quotes so backslashes stay as typed"),
+    _c("E131", "pack", "a pattern can backtrack catastrophically",
+       "pattern can backtrack catastrophically: {why}",
+       "bound nested repeats, or make each round of a repeat end in a fixed character"),
+    _c("E132", "pack", "two rules share an id",
+       "duplicate rule id {id} (first defined at {where})",
+       "give every rule a unique id"),
+    _c("E133", "pack", "a vocabulary word is listed twice, or in two sets",
+       "vocabulary entry {word} is {where}",
+       "a word belongs to one set, once"),
+    _c("E134", "pack", "an example does not fire its rule",
+       "example {example} {outcome}",
+       "the help names what took the example instead, or the bound that stopped it"),
+    _c("E135", "pack", "a counterexample fires its rule",
+       "counterexample {message} {outcome}",
+       "narrow the pattern, or take the word out of the vocabulary"),
+    _c("E136", "pack", "a correction's request form does not classify follow_up",
+       "request form {message} must classify follow_up, but it is {outcome}",
+       "a request ('try that one') is not a correction: narrow the correction pattern"),
+    _c("E137", "pack", "the combine template is malformed or lacks {anchor} or {message}",
+       "combine template {detail}",
+       "use {anchor} and {message}; write {{ or }} for a literal brace"),
+    _c("E138", "pack", "a pattern uses named groups",
+       "pattern uses named group(s) {names}",
+       "use (?:...) instead; rule patterns are combined and names would clash"),
+    _c("E139", "pack", "a pattern matches the empty message",
+       "pattern matches the empty message",
+       "a rule must require some text; check for a pattern that is all optional"),
+    _c("E140", "pack", "a pattern holds a control character",
+       "pattern holds {what} at position {position}",
+       "in YAML double quotes \\b is a backspace: write the pattern in single quotes"),
+    _c("E141", "pack", "min_content_words is above max_content_words, so the rule can never fire",
+       "min_content_words ({low}) is above max_content_words ({high}): no message can fire this rule",
+       "lower min_content_words or raise max_content_words"),
+    _c("E142", "pack", "a vocabulary entry has no word in it",
+       "vocabulary entry {entry} has no word in it",
+       "remove the entry; punctuation is ignored when matching"),
+    _c("E143", "pack", "head_in names a lexicon set the pack does not have",
+       "head_in names lexicon set {name}, which the pack does not have",
+       "use one of the sets of the pack's lexicon file, or list the lexicon file in pack.yaml"),
+    _c("E144", "pack", "a referent rule's example or counterexample has a malformed history",
+       "{case}'s history is malformed: {error}",
+       "history items are strings (user messages) or {role, content} with role user or assistant"),
+    _c("E145", "pack", "a referent rule's example does not find its referent by that rule",
+       "example {message} should find {referent} by this rule, but finds {found}",
+       "check the pattern matches the referring words and the history offers the referent"),
+    _c("E146", "pack", "a referent rule's counterexample finds a referent by that rule",
+       "counterexample {message} finds {referent} by this rule",
+       "narrow the pattern, or change the counterexample's history"),
+    _c("E190", "pack", "the pack is outside the version range required",
+       "{pack} is outside the required version range {range}",
+       "use a pack whose version is in the range, or change the range"),
+    _c("E191", "usage", "a version or version range is not written as semver",
+       "{detail}",
+       "write comparators such as >=1.0,<2 or ^1.2 or ~1.2.3, alternatives joined by ||"),
+    # -- the corpus -------------------------------------------------------------------------
+    _c("E200", "corpus", "the corpus cannot be built or read (the problems under it say why)",
+       "{summary} ({count})\n{first}",
+       "fix the problems listed"),
+    _c("E201", "corpus", "a rule's corpus templates are malformed",
+       "{detail}",
+       "see `cleo-rules corpus --help` for the template syntax"),
+    _c("E202", "corpus", "the staleness of the corpus cannot be judged while its templates are broken",
+       "cannot tell whether the corpus is stale until the templates are fixed",
+       "fix the template problems first"),
+    _c("E203", "corpus", "the pack has no corpus directory",
+       "no corpus at {dir}",
+       "run `cleo-rules corpus build`, or pass --corpus DIR"),
+    _c("E204", "usage", "corpus build would write into the installed package",
+       "{pack} is the bundled pack of an installed cleo-rules ({path}); corpus build never writes into the "
+       "installed package",
+       "give --out DIR to write the corpus elsewhere, or `cleo-rules init` a pack of your own"),
+    _c("E210", "corpus", "a generated corpus file cannot be read",
+       "{detail}",
+       "regenerate it with `cleo-rules corpus build`"),
+    _c("E211", "corpus", "a corpus case lacks an id, a message or an expected kind",
+       "{detail}",
+       "every case needs `id`, `message` and `expect`"),
+    _c("E212", "corpus", "two corpus cases share an id",
+       "case id {id} is used twice (also at {where})",
+       "give every case its own id"),
+    _c("E213", "corpus", "a hand-written case names a rule that is not in the pack",
+       "case {id} names rule {rule}, which is not in pack {pack}",
+       "fix the rule id, or remove the case if the rule is gone"),
+    _c("E220", "corpus", "a rule has no positive or no negative case",
+       "no {what} case in the corpus",
+       "add `generate:` templates to the rule and run `cleo-rules corpus build`"),
+    _c("E221", "corpus", "a rule fires on none of its positive cases",
+       "fires on none of its {count} positive cases",
+       "the rule is dead: an earlier rule takes its messages, or its pattern no longer matches"),
+    _c("E223", "corpus", "two corpus cases demand different things of the same message",
+       "case {id} ({message}) {clash}",
+       "the same message cannot be both; fix the template or the hand-written case"),
+    _c("E230", "corpus", "a corpus case fails",
+       "corpus case {id} {message}: {detail}",
+       "fix the rule, or the case if the rule is right; `cleo-rules corpus check` lists every failing case"),
+    _c("E231", "corpus", "the checked-in corpus is stale",
+       "the corpus is stale: {reason}",
+       "run `cleo-rules corpus build` and review the diff"),
+    # -- the memory store -----------------------------------------------------------------
+    _c("E300", "environment", "the memory store cannot be opened, read or written",
+       "{detail}",
+       "check the --db directory, or rebuild the store"),
+    _c("E310", "usage", "ingest input is malformed (the problems under it say where)",
+       "{detail}",
+       "fix the lines reported, or ingest without --strict to skip them"),
+    _c("E311", "usage", "an ingest line is not valid UTF-8 or JSON",
+       "{detail}",
+       "write one JSON object per line, in UTF-8"),
+    _c("E312", "usage", "an ingest line is not a JSON object",
+       "a line must hold a JSON object, not {type}",
+       "write one JSON object per line"),
+    _c("E313", "usage", "an ingest item lacks a required field",
+       "missing field {field}",
+       "conversations need id, title, date and messages; documents id, title, date and text"),
+    _c("E314", "usage", "an ingest field has the wrong type",
+       "{detail}",
+       "ids, titles, dates and texts are strings; messages a list of {role, text} objects"),
+    _c("E315", "usage", "an ingest field is empty or too long",
+       "{detail}",
+       "give the field a value within its limits"),
+    _c("E316", "usage", "an ingest item's type is neither conversation nor document",
+       "\"type\" must be \"conversation\" or \"document\", not {type}",
+       "set \"type\" to \"conversation\" or \"document\""),
+    _c("E317", "usage", "an ingest item's date is not an ISO date",
+       "'date' {detail}",
+       "write dates as YYYY-MM-DD"),
+]
+
+CODES: dict[str, Code] = {c.code: c for c in _ALL}
+assert len(CODES) == len(_ALL), "a code is registered twice"
+assert all(c.category in CATEGORIES for c in _ALL)
+
+_observed: set[str] = set()
+_messages: dict[str, set[str]] = {}
+
+
+def seen(code: str, message: str | None = None) -> None:
+    """Record that ``code`` was raised (with its message, for the registry's tests)."""
+    _observed.add(code)
+    if message is not None:
+        bucket = _messages.setdefault(code, set())
+        if len(bucket) < 64:
+            bucket.add(message)
+
+
+def observed() -> dict[str, set[str]]:
+    """Every code raised in this process so far, with up to 64 of its messages each."""
+    return {code: set(_messages.get(code, ())) for code in _observed}
+
+
+def lookup(code: str) -> Code | None:
+    return CODES.get(code)
+
+
+def exit_code(code: str | None) -> int:
+    """The command line's exit code for an error of ``code`` (3 for an unregistered one)."""
+    entry = CODES.get(code or "")
+    return entry.exit_code if entry is not None else CATEGORIES["internal"][0]
+
+
+def markdown() -> str:
+    """``docs/errors.md``: every code, its meaning, message, help and exit code."""
+    lines = [
+        "# Error codes",
+        "",
+        "<!-- Generated from the registry in cleo_rules/codes.py by `make docs`; do not edit. -->",
+        "",
+        "Every problem cleo-rules reports carries one of these codes. The category decides the exit code of",
+        "the command line: 0 clean, 1 findings in the pack or corpus, 2 usage or environment error, 3 internal",
+        "error.",
+        "",
+        "| category | exit code | what |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {name} | {exit_} | {what} |" for name, (exit_, what) in CATEGORIES.items()]
+    lines += ["", "| code | category | meaning | message | help |", "| --- | --- | --- | --- | --- |"]
+    for c in _ALL:
+        message = c.template.replace("\n", " / ").replace("|", "\\|")
+        lines.append(f"| {c.code} | {c.category} | {c.meaning.replace('|', chr(92) + '|')} | `{message}` | "
+                     f"{c.help.replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,319 @@
+"""What ``check`` and ``corpus check`` found, in the formats CI reads.
+
+A :class:`CheckResult` gathers every finding of one run: the pack's own
+problems (schema, lints, examples), failing corpus cases, a stale corpus and
+the corpus's problems. Each :class:`Finding` has a registered code
+(:mod:`cleo_rules.codes`), a severity, a message, help, the pack rule it
+belongs to and where it is. A failing corpus case points at its rule's own
+line, with the case as a related location.
+
+Renderers: :func:`to_sarif` (SARIF 2.1.0: rule ids, levels, physical
+locations), :func:`to_junit` (JUnit XML, one test case per rule) and
+:func:`to_github` (GitHub workflow commands, ``::error file=...``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+from xml.etree import ElementTree as ET
+
+from . import codes
+from .errors import Problem
+
+__all__ = ["CheckResult", "Finding", "Location", "from_problem", "from_report", "render", "FORMATS",
+           "to_github", "to_junit", "to_sarif"]
+
+FORMATS = ("text", "json", "sarif", "junit", "github")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+NO_RULE = "(pack)"
+CORPUS = "(corpus)"
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int = 0
+    col: int = 0
+    message: str = ""
+
+    def text(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}" + (f":{self.col}" if self.col else "")
+        return self.file
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    location: Location | None
+    severity: str = "error"
+    help: str = ""
+    rule: str | None = None
+    pointer: str = ""
+    related: tuple[Location, ...] = ()
+    corpus: bool = False  # found by running the corpus (the JUnit case "(corpus)" when it names no rule)
+
+    def to_dict(self) -> dict:
+        loc = self.location
+        return {"code": self.code, "severity": self.severity, "rule": self.rule, "message": self.message,
+                "help": self.help, "file": loc.file if loc else None, "line": loc.line if loc else 0,
+                "col": loc.col if loc else 0, "pointer": self.pointer,
+                "related": [{"file": r.file, "line": r.line, "message": r.message} for r in self.related]}
+
+
+@dataclass(frozen=True)
+class RuleRef:
+    id: str
+    kind: str
+    file: str
+    line: int
+
+
+@dataclass
+class CheckResult:
+    """One run of ``check`` or ``corpus check``."""
+
+    command: str
+    pack: dict                       # name, version, hash, path, found_by (name/version may be "?")
+    rules: list[RuleRef] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    corpus_ran: bool = False
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+def from_problem(p: Problem, *, corpus: bool = False) -> Finding:
+    loc = Location(p.file, p.line, p.col) if p.file else None
+    return Finding(p.code, p.message, loc, p.severity, p.help, p.rule, p.pointer, corpus=corpus)
+
+
+def _split_source(source: str) -> Location:
+    file, _, line = source.rpartition(":")
+    if line.isdigit() and file:
+        return Location(file, int(line), 1)
+    return Location(source)
+
+
+def _case_finding(label: str, outcome, rule_ref: RuleRef | None) -> Finding:
+    case = outcome.case
+    what = {"FN": "a miss", "FP": "a wrong hit", "KIND": "the wrong kind", "QUERY": "the wrong query"}.get(label, label)
+    detail = f"{outcome.expected()}, {outcome.got()}"
+    queries = [r for r in outcome.reasons if r.startswith("query")]
+    if queries:
+        detail += "; " + "; ".join(queries)
+    message = f"corpus case {case.id} {json.dumps(case.message, ensure_ascii=False)}: {detail}"
+    here = _split_source(case.source) if case.source else None
+    if rule_ref is not None:
+        message += f" ({label}: {what} of {rule_ref.id})"
+        related = (Location(here.file, here.line, here.col, f"the case {case.id}"),) if here else ()
+        return Finding("E230", message, Location(rule_ref.file, rule_ref.line, 1), help=(
+            "fix the rule, or the case if the rule is right; `cleo-rules corpus check` lists every failing case"),
+            rule=rule_ref.id, related=related, corpus=True)
+    return Finding("E230", message, here, help="fix the rule that took it, or the case",
+                   rule=outcome.culprit, corpus=True)
+
+
+def from_report(report, rules: list[RuleRef]) -> list[Finding]:
+    """Every finding of a corpus :class:`~cleo_rules.corpus.run.Report`."""
+    by_id = {r.id: r for r in rules}
+    out: list[Finding] = []
+    for stats in report.rules:
+        for label, outcome in stats.failures:
+            out.append(_case_finding(label, outcome, by_id.get(stats.rule)))
+    for group in report.groups:
+        for label, outcome in group.failures:
+            out.append(_case_finding(label, outcome, None))
+    for stale in report.stale:
+        rule = stale.group if stale.group in by_id else None
+        out.append(Finding("E231", f"the corpus is stale: {stale.reason}", Location(stale.file),
+                           help="run `cleo-rules corpus build` and review the diff", rule=rule, corpus=True))
+    out += [from_problem(p, corpus=True) for p in report.problems]
+    # the corpus's findings are recorded under their codes, as the pack's problems are
+    for f in out:
+        codes.seen(f.code, f.message)
+    return out
+
+
+def rule_refs(pack) -> list[RuleRef]:
+    return [RuleRef(r.id, r.kind, r.file, r.line) for r in pack.rules]
+
+
+# -- SARIF 2.1.0 --------------------------------------------------------------------------
+
+
+def _uri(file: str) -> tuple[str, str | None]:
+    """``(uri, uriBaseId)``: a relative reference under %SRCROOT%, or a file URI for an absolute path."""
+    path = Path(file)
+    if path.is_absolute():
+        return path.as_uri(), None
+    return quote(path.as_posix()), "%SRCROOT%"
+
+
+def _physical(loc: Location) -> dict:
+    uri, base = _uri(loc.file)
+    artifact: dict = {"uri": uri}
+    if base:
+        artifact["uriBaseId"] = base
+    physical: dict = {"artifactLocation": artifact}
+    if loc.line > 0:
+        region: dict = {"startLine": loc.line}
+        if loc.col > 0:
+            region["startColumn"] = loc.col
+        physical["region"] = region
+    return physical
+
+
+def to_sarif(result: CheckResult, *, tool_version: str = "") -> dict:
+    used = sorted({f.code for f in result.findings})
+    index = {code: i for i, code in enumerate(used)}
+    rules = []
+    for code in used:
+        entry = codes.lookup(code)
+        rule: dict = {"id": code, "name": code}
+        if entry is not None:
+            rule["shortDescription"] = {"text": entry.meaning}
+            rule["help"] = {"text": entry.help}
+            rule["properties"] = {"category": entry.category}
+        rule["defaultConfiguration"] = {"level": "error"}
+        rules.append(rule)
+    results = []
+    for f in result.findings:
+        text = f.message if not f.rule or f.message.startswith(f.rule) else f"{f.rule}: {f.message}"
+        if f.help:
+            text += f" (help: {f.help})"
+        res: dict = {"ruleId": f.code, "ruleIndex": index[f.code],
+                     "level": "error" if f.severity == "error" else "warning",
+                     "message": {"text": text}}
+        if f.location is not None:
+            res["locations"] = [{"physicalLocation": _physical(f.location)}]
+        if f.related:
+            res["relatedLocations"] = [{"id": i, "physicalLocation": _physical(r),
+                                        **({"message": {"text": r.message}} if r.message else {})}
+                                       for i, r in enumerate(f.related)]
+        props = {k: v for k, v in (("packRule", f.rule), ("pointer", f.pointer)) if v}
+        if props:
+            res["properties"] = props
+        results.append(res)
+    driver: dict = {"name": "cleo-rules", "informationUri": "https://pypi.org/project/cleo-rules/", "rules": rules}
+    if tool_version:
+        driver["version"] = tool_version
+    run: dict = {"tool": {"driver": driver}, "results": results,
+                 "properties": {"pack": result.pack, "command": result.command}}
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+# -- JUnit XML --------------------------------------------------------------------------------
+
+
+def to_junit(result: CheckResult) -> str:
+    """One test case per rule (plus ``(pack)`` for findings naming no rule, ``(corpus)`` for the corpus's)."""
+    pack = result.pack
+    suite_name = f"cleo-rules {result.command}: {pack.get('name', '?')} {pack.get('version', '')}".strip()
+    by_case: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        key = f.rule if f.rule else (CORPUS if f.corpus else NO_RULE)
+        by_case.setdefault(key, []).append(f)
+    cases: list[tuple[str, str, str, int]] = [(r.id, f"{pack.get('name', '?')}.{r.kind}", r.file, r.line)
+                                              for r in result.rules]
+    known = {c[0] for c in cases}
+    for key in by_case:
+        if key not in known and key not in (NO_RULE, CORPUS):
+            first = by_case[key][0].location
+            cases.append((key, f"{pack.get('name', '?')}.rule", first.file if first else "", first.line if first else 0))
+            known.add(key)
+    cases.append((NO_RULE, f"{pack.get('name', '?')}.pack", pack.get("path", ""), 0))
+    if result.corpus_ran or CORPUS in by_case:
+        cases.append((CORPUS, f"{pack.get('name', '?')}.corpus", pack.get("path", ""), 0))
+    failures = sum(1 for c in cases if any(f.severity == "error" for f in by_case.get(c[0], ())))
+    root = ET.Element("testsuites", name=f"cleo-rules {result.command}", tests=str(len(cases)),
+                      failures=str(failures), errors="0")
+    suite = ET.SubElement(root, "testsuite", name=suite_name, tests=str(len(cases)), failures=str(failures),
+                          errors="0", skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for key in ("name", "version", "hash", "path", "found_by"):
+        if pack.get(key):
+            ET.SubElement(props, "property", name=f"pack.{key}", value=str(pack[key]))
+    for name, classname, file, line in cases:
+        attrs = {"name": name, "classname": classname}
+        if file:
+            attrs["file"] = file
+        if line:
+            attrs["line"] = str(line)
+        case = ET.SubElement(suite, "testcase", attrs)
+        found = by_case.get(name, [])
+        errors = [f for f in found if f.severity == "error"]
+        if errors:
+            lines = []
+            for f in found:
+                where = f.location.text() if f.location else ""
+                lines.append(f"{where}: {f.severity}[{f.code}] {f.message}".lstrip(": "))
+                if f.help:
+                    lines.append(f"  help: {f.help}")
+                lines += [f"  at {r.text()}" for r in f.related]
+            first = errors[0]
+            failure = ET.SubElement(case, "failure", type=first.code,
+                                    message=f"{len(errors)} finding{'s' if len(errors) != 1 else ''}; "
+                                            f"first: [{first.code}] {first.message}")
+            failure.text = "\n".join(lines)
+        elif found:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(f"warning[{f.code}] {f.message}" for f in found)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# -- GitHub workflow commands -------------------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(result: CheckResult) -> str:
+    """``::error file=…,line=…,col=…,title=…::message`` per finding, then the summary line."""
+    lines = []
+    for f in result.findings:
+        command = "error" if f.severity == "error" else "warning"
+        props = []
+        if f.location is not None:
+            props.append(f"file={_escape_property(f.location.file)}")
+            if f.location.line:
+                props.append(f"line={f.location.line}")
+                if f.location.col:
+                    props.append(f"col={f.location.col}")
+        title = f"{f.code} {f.rule}" if f.rule else f.code
+        props.append(f"title={_escape_property(title)}")
+        body = f.message
+        if f.help:
+            body += f"\nhelp: {f.help}"
+        for r in f.related:
+            body += f"\n{r.message or 'see'}: {r.text()}"
+        lines.append(f"::{command} {','.join(props)}::{_escape_data(body)}")
+    if result.summary:
+        lines.append(result.summary)
+    return "\n".join(lines) + "\n"
+
+
+def render(result: CheckResult, fmt: str, *, tool_version: str = "") -> str:
+    if fmt == "sarif":
+        return json.dumps(to_sarif(result, tool_version=tool_version), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "junit":
+        return to_junit(result)
+    if fmt == "github":
+        return to_github(result)
+    raise ValueError(f"render() takes sarif, junit or github, not {fmt!r}")
+

@@ -1,0 +1,136 @@
+"""The artifacts: the sdist carries rules/, schemas/ and corpus/; the wheel built from it maps them into
+the package; the installed wheel and the checkout's editable install find them by the same code.
+
+(.ci/run goes further: it installs the wheel with its dependencies into a fresh venv outside the
+checkout and uses it as a team would.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cleo_rules import resources
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_editable_install_reads_the_top_level_directories():
+    assert resources.package_dir() == ROOT / "cleo_rules"
+    assert not resources.installed()
+    for name in resources.BUNDLED:
+        assert resources.bundled(name) == ROOT / name
+    assert resources.rules_dir() / "pack.yaml" == ROOT / "rules" / "pack.yaml"
+    with pytest.raises(ValueError):
+        resources.bundled("tests")
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    """The sdist, and the wheel built from the sdist (as `python -m build` does by default)."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    return sdist, wheel
+
+
+def test_sdist_carries_the_pack_schemas_and_corpus(dist):
+    sdist, _ = dist
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for name in ("pyproject.toml", "README.md", "LICENSE", "rules/pack.yaml", "schemas/pack.schema.json",
+                 "corpus/regressions.yaml", "corpus/generated/vocab.nod.yaml", "cleo_rules/py.typed",
+                 "cleo_rules/starter/rules/pack.yaml", "tests/data/sarif-schema-2.1.0.json"):
+        assert name in names, name
+    assert "setup.py" not in names
+    assert not [n for n in names if n.startswith(".venv/") or "__pycache__" in n]
+
+
+def test_wheel_maps_them_into_the_package(dist):
+    _, wheel = dist
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    for name in ("cleo_rules/_data/rules/pack.yaml", "cleo_rules/_data/schemas/corpus.schema.json",
+                 "cleo_rules/_data/corpus/regressions.yaml", "cleo_rules/_data/corpus/generated/vocab.nod.yaml",
+                 "cleo_rules/py.typed", "cleo_rules/starter/rules/pack.yaml", "cleo_rules/data/sample_memory.jsonl"):
+        assert name in names, name
+    assert not [n for n in names if n.startswith(("rules/", "schemas/", "corpus/", "tests/"))]
+    requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:"))
+    core = [r for r in requires if "extra ==" not in r]
+    assert [r.split(">")[0].split("=")[0] for r in core] == ["click", "jsonschema", "pyyaml", "regex"]
+    memory = [r for r in requires if "extra == 'memory'" in r or 'extra == "memory"' in r]
+    assert any(r.startswith("torch>=2.13") for r in memory) and any(r.startswith("hnswlib==0.8.0") for r in memory)
+    assert any(r.startswith("sqlite-utils>=4") for r in memory)
+
+
+@pytest.fixture(scope="module")
+def installed(dist, tmp_path_factory):
+    """The wheel unpacked as pip installs it, importable ahead of the checkout; runs commands outside it."""
+    _, wheel = dist
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+                    "--target", str(target), str(wheel)], check=True, capture_output=True, text=True, timeout=300)
+    work = tmp_path_factory.mktemp("work")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    env.pop("CLEO_RULES_PACK", None)
+
+    def run(*argv, cwd=work, check_rc=None):
+        result = subprocess.run([sys.executable, "-m", "cleo_rules", *argv], capture_output=True, text=True,
+                                cwd=cwd, env=env, timeout=300)
+        if check_rc is not None:
+            assert result.returncode == check_rc, result.stdout + result.stderr
+        return result
+
+    def python(code):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=work, env=env,
+                              check=True, timeout=120).stdout
+
+    return target, work, run, python
+
+
+def test_installed_wheel_reads_its_own_data(installed):
+    target, _, _, python = installed
+    found = json.loads(python("import json; from cleo_rules import resources as r; "
+                              "print(json.dumps([str(r.package_dir()), r.installed(), str(r.rules_dir()), "
+                              "str(r.schemas_dir()), str(r.corpus_dir())]))"))
+    assert found == [str(target / "cleo_rules"), True, str(target / "cleo_rules" / "_data" / "rules"),
+                     str(target / "cleo_rules" / "_data" / "schemas"), str(target / "cleo_rules" / "_data" / "corpus")]
+
+
+def test_installed_bundled_pack_checks_with_its_corpus(installed):
+    target, _, run, _ = installed
+    result = run("check", check_rc=0)
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(f" at {target / 'cleo_rules' / '_data' / 'rules'} (bundled)")
+    assert lines[2].startswith("corpus ok: ") and "corpus up to date" in lines[2]
+
+
+def test_installed_corpus_build_refuses_the_package_and_writes_elsewhere(installed):
+    target, work, run, _ = installed
+    before = sorted(p.name for p in (target / "cleo_rules" / "_data" / "corpus" / "generated").iterdir())
+    refused = run("corpus", "build", check_rc=2)
+    assert "is the bundled pack of an installed cleo-rules" in refused.stderr and "--out DIR" in refused.stderr
+    assert sorted(p.name for p in (target / "cleo_rules" / "_data" / "corpus" / "generated").iterdir()) == before
+    run("corpus", "build", "--out", "copy", check_rc=0)
+    written = list((work / "copy" / "generated").glob("*.yaml"))
+    assert len(written) == len(before)
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert str(target) not in text and str(work) not in text and "file://" not in text
+
+
+def test_installed_init_and_check(installed):
+    _, work, run, _ = installed
+    run("init", "team", check_rc=0)
+    result = run("check", cwd=work / "team", check_rc=0)
+    assert result.stdout.splitlines()[0].endswith(" at rules (./rules)")
