@@ -239,24 +239,31 @@ class Recorder:
         if self._length.fired:
             return Explanation(decision, "", (), (self._length,))
         end = self._end
-        if end is None and self._timed_out is None and decision.rule in self._index:
-            end = (self._index[decision.rule] + 1, f"{decision.rule} decided first")
+        late = self._matcher._late  # follow-up patterns from here on come after the vocabulary test
+        if end is None and self._timed_out is None:
+            if decision.rule in self._index:
+                end = (self._index[decision.rule] + 1, f"{decision.rule} decided first")
+            elif decision.rule is not None:  # the vocabulary test decided
+                end = (late, f"{decision.rule} decided first")
+        vocabulary = self._vocabulary
+        if vocabulary is None:
+            why = end[1] if end is not None and end[0] <= late else "the walk stopped before it"
+            vocabulary = Attempt("vocabulary", None, False, note=f"not tried: {why}", tried=False)
+        elif vocabulary.fired:
+            vocabulary = Attempt(vocabulary.stage, vocabulary.rule, True, decision.span, decision.matched,
+                                 vocabulary.note)
         attempts = [self._length]
         for index, rule in enumerate(self._rules):
+            if index == late:
+                attempts.append(vocabulary)
             if index in self._searched:
                 attempts.append(self._searched[index])
             elif end is not None and index >= end[0]:
                 attempts.append(Attempt(self._stages[index], rule.id, False, note=f"not tried: {end[1]}", tried=False))
             else:
                 attempts.append(Attempt(self._stages[index], rule.id, False, note=PREFILTERED, tried=False))
-        vocabulary = self._vocabulary
-        if vocabulary is None:
-            why = end[1] if end is not None else "the walk stopped before it"
-            vocabulary = Attempt("vocabulary", None, False, note=f"not tried: {why}", tried=False)
-        elif vocabulary.fired:
-            vocabulary = Attempt(vocabulary.stage, vocabulary.rule, True, decision.span, decision.matched,
-                                 vocabulary.note)
-        attempts.append(vocabulary)
+        if late >= len(self._rules):
+            attempts.append(vocabulary)
         attempts += self._referents
         return Explanation(decision, self._text, self._tokens, tuple(attempts))
 

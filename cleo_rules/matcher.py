@@ -29,7 +29,7 @@ import regex
 from .decision import CORRECTION, FOLLOW_UP, SKIP, SUBSTANTIVE, Decision, Part, make_decision
 from .explain import Explanation, Recorder
 from .history import USER, read_history
-from .names import has_name_before, names
+from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
 from .shaping import shape
@@ -135,6 +135,8 @@ class Matcher:
                             [r.max_words for r in self.follow_ups if r.max_words is not None])
         # one scan finds the rules whose requirements a text meets
         self._patterns = self.corrections + self.follow_ups
+        # follow-up patterns from this index on are tried after the vocabulary test
+        self._late = len(self.corrections) + sum(1 for r in self.follow_ups if not r.after_vocabulary)
         self._index = LiteralIndex([_requirements(r) for r in self._patterns])
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
@@ -245,11 +247,37 @@ class Matcher:
                     return False
             else:
                 start = original_span(scanned, m.start(), m.end(), text)[0]
-                if has_name_before(scanned, start, common, function_words, dictionary):
+                why = self._antecedent_before(scanned, start)
+                if why:
                     if rec is not None:
-                        rec.guard(rule, "the message names something before the match")
+                        rec.guard(rule, why)
                     return False
         return True
+
+    def _antecedent_before(self, scanned: str, start: int) -> str:
+        """What before ``start`` of the message (as typed) a reference there may point at, or ``""``.
+
+        A name; a word for a person (the lexicon's ``people``: "my mom ... her");
+        or a noun in an earlier sentence of the same message ("I'd like a cheap
+        restaurant. It should be in the north.").
+        """
+        common, function_words, dictionary = self._names
+        before = scanned[:start]
+        found = names(before, common, function_words, dictionary)
+        if found:
+            return f"the message names {found[0].text!r} before the match"
+        people = self.lexicon.get("people", frozenset())
+        nouns = self.lexicon.get("nouns", frozenset())
+        low = before.lower()
+        for w in WORD.findall(low):
+            if w in people:
+                return f"{w!r}, a person, comes before the match"
+        cut = max(low.rfind(". "), low.rfind("? "), low.rfind("! "))
+        if cut >= 0:
+            for w in WORD.findall(low[:cut]):
+                if w in nouns and w not in function_words:
+                    return f"an earlier sentence of the message names {w!r}"
+        return ""
 
     def _first(self, candidates, text, accept=None, rec=None):
         """The first rule, in file order, that matches: ``(rule, match)`` or None.
@@ -353,11 +381,16 @@ class Matcher:
                     rec.topic(rule, outside, before, ok)
                 return ok
 
-            hit = self._first(candidates[split:], text, topic_free, rec)
+            late = bisect.bisect_left(candidates, self._late)
+            hit = self._first(candidates[split:late], text, topic_free, rec)
             if hit is not None:
                 rule, m = hit
                 return FOLLOW_UP, rule.id, m.span(), text, None
-            if long:
+            if long:  # no vocabulary test: only the late patterns that take long messages
+                hit = self._first(candidates[late:], text, topic_free, rec)
+                if hit is not None:
+                    rule, m = hit
+                    return FOLLOW_UP, rule.id, m.span(), text, None
                 if rec is not None:
                     rec.stopped(len(tokens), len(message))
                 return SUBSTANTIVE, None, None, text, None
@@ -368,11 +401,17 @@ class Matcher:
                 head = cover[0]
             if rec is not None:
                 rec.vocabulary(head, cover[1], cover[2])
+            if cover[2] is not None:
+                cover = None  # the test stopped at a gap: the late patterns count topic words afresh
             if head is not None:
                 index, first, last = head
                 if spans is None:
                     spans = [w.span() for w in words.finditer(text)]
                 return FOLLOW_UP, self.vocab_sets[index].id, (spans[first][0], spans[last - 1][1]), text, None
+            hit = self._first(candidates[late:], text, topic_free, rec)
+            if hit is not None:
+                rule, m = hit
+                return FOLLOW_UP, rule.id, m.span(), text, None
         except _Timeout as t:
             log.warning("pattern timed out in rule %s; message classified substantive (searched as typed)", t.rule_id)
             if rec is not None:

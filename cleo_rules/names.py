@@ -109,6 +109,7 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
     return out
 
 
-def has_name_before(text: str, position: int, common=frozenset(), function_words=frozenset()) -> bool:
+def has_name_before(text: str, position: int, common=frozenset(), function_words=frozenset(),
+                    dictionary=None) -> bool:
     """Whether a name stands in ``text`` before ``position``."""
-    return any(n.start < position for n in names(text[:position], common, function_words))
+    return any(n.start < position for n in names(text[:position], common, function_words, dictionary))

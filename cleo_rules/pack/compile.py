@@ -89,6 +89,7 @@ class PatternRule:
     unless_name_before: bool = False
     unless_name: bool = False
     head_in: str | None = None
+    after_vocabulary: bool = False
 
     @property
     def guarded(self) -> bool:
@@ -478,7 +479,8 @@ def _compile(path) -> tuple[Pack, dict[str, Source]]:
                 min_content_words=item.get("min_content_words") or 0,
                 max_content_before=item.get("max_content_before"), generate=item.get("generate"), compiled=compiled,
                 max_words=item.get("max_words"), unless_name_before=bool(item.get("unless_name_before")),
-                unless_name=bool(item.get("unless_name")), head_in=item.get("head_in"))
+                unless_name=bool(item.get("unless_name")), head_in=item.get("head_in"),
+                after_vocabulary=bool(item.get("after_vocabulary")))
             if rule.head_in is not None:
                 wants_lexicon.append((src, pointer_join(ptr, "head_in"), rid, rule.head_in))
             (corrections if kind == "corrections" else follow_ups).append(rule)
@@ -495,7 +497,8 @@ def _compile(path) -> tuple[Pack, dict[str, Source]]:
                                        sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
     pack = Pack(name=name, version=mdata.get("version", "0.0.0"), locale=mdata.get("locale", ""),
                 description=mdata.get("description", ""), path=pack_dir, content_hash=digest, settings=settings,
-                vocab_sets=tuple(vocab_sets), follow_ups=tuple(follow_ups), corrections=tuple(corrections),
+                vocab_sets=tuple(vocab_sets), corrections=tuple(corrections),
+                follow_ups=tuple(sorted(follow_ups, key=lambda r: r.after_vocabulary)),  # in the order tried
                 context=MappingProxyType(context), slots=MappingProxyType(slots), slots_seed=slots_seed,
                 referent_rules=tuple(referent_rules), lexicon=MappingProxyType(lexicon),
                 referent_words=MappingProxyType(referent_words))
@@ -596,6 +599,8 @@ def example_miss(pack: Pack, rule, message: str) -> str:
         return (f"it has {len(ex.words)} words, over max_follow_up_words ({s.max_follow_up_words}), so no follow-up "
                 f"pattern or vocabulary test applies; shorten the example or raise max_follow_up_words in pack.yaml")
     if rule.kind == "follow_up":
+        if mine is not None and not mine.tried and taken:
+            return f"{taken} first; narrow {d.rule} or move the example to it"
         if mine is None or mine.span is None:
             return (f"this rule's pattern does not match it{' and ' + taken if taken else ''}; widen the pattern "
                     f"(it sees lower-case text with plain quotes), or remove the example")
