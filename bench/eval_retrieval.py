@@ -59,10 +59,11 @@ REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = REPO / "cleo_rules" / "data" / "eval"
 SHARED_EVAL = REPO / ".." / "shared" / "eval"
 KINDS = ("substantive", "follow_up", "correction")
-MODES = ("raw", "shaped", "labelled", "oracle")
+MODES = ("raw", "shaped", "roles", "labelled", "oracle")
 MODE_HELP = {
     "raw": "the message as typed (old behaviour)",
-    "shaped": "the query the rule pack decides (this project)",
+    "shaped": "the query the rule pack decides from the user's messages only",
+    "roles": "the query the rule pack decides with role-tagged history (the assistant's replies too)",
     "labelled": "shaped as the pack would if it classified every turn as labelled",
     "oracle": "the query written by hand",
 }
@@ -125,15 +126,18 @@ def replay(pack, store, dialogues, k: int) -> list[dict]:
     records = []
     for dialogue in dialogues:
         history: list[str] = []
+        turns: list[dict] = []  # role-tagged: the user's messages and the assistant's replies
         anchor = None  # the last labelled-substantive message
         for n, turn in enumerate(dialogue["turns"], 1):
             decision = pack.classify(turn["message"], history=tuple(history))
-            queries = {"raw": raw_query(turn["message"]), "shaped": decision.query,
+            with_roles = pack.classify(turn["message"], history=turns)
+            queries = {"raw": raw_query(turn["message"]), "shaped": decision.query, "roles": with_roles.query,
                        "labelled": labelled_query(pack, turn, anchor), "oracle": turn["oracle"]}
             relevant = set(turn["relevant"])
             record = {
                 "dialogue": dialogue["id"], "turn": n, "message": turn["message"],
                 "expected": turn["kind"], "kind": decision.kind, "rule": decision.rule,
+                "referent": with_roles.referent,
                 "relevant": sorted(relevant), "queries": queries, "results": {},
             }
             for mode, query in queries.items():
@@ -148,6 +152,7 @@ def replay(pack, store, dialogues, k: int) -> list[dict]:
                 ]
             records.append(record)
             history.append(turn["message"])
+            turns += [{"role": "user", "content": turn["message"]}, {"role": "assistant", "content": turn["assistant"]}]
             if turn["kind"] == "substantive":
                 anchor = turn["message"]
     return records
@@ -232,8 +237,8 @@ def draw_chart(table: dict, k: int, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = [row for row in (*KINDS, "all") if row in table]
-    colours = {"raw": "#c0504d", "shaped": "#4f81bd", "labelled": "#8fb4e3", "oracle": "#9bbb59"}
-    width = 0.2
+    colours = {"raw": "#c0504d", "shaped": "#4f81bd", "roles": "#1f497d", "labelled": "#8fb4e3", "oracle": "#9bbb59"}
+    width = 0.16
     fig, ax = plt.subplots(figsize=(9, 4.8), dpi=120)
     for i, mode in enumerate(MODES):
         values = [100 * share(table[row][mode]) for row in rows]
@@ -369,9 +374,11 @@ def main(argv=None) -> int:
     print(format_table(table, args.k, skipped))
     fu, sub = table["follow_up"], table["substantive"]
     ratio = share(fu["shaped"]) / share(fu["raw"]) if share(fu["raw"]) else float("nan")
+    roles_ratio = share(fu["roles"]) / share(fu["raw"]) if share(fu["raw"]) else float("nan")
     labelled_ratio = share(fu["labelled"]) / share(fu["raw"]) if share(fu["raw"]) else float("nan")
-    print(f"follow_up: shaped / raw = {ratio:.2f} (halved when <= 0.50; labelled / raw = {labelled_ratio:.2f}); "
-          f"substantive: shaped - raw = {100 * (share(sub['shaped']) - share(sub['raw'])):+.1f} points")
+    print(f"follow_up: roles / raw = {roles_ratio:.2f} (halved when <= 0.50); user-only shaped / raw = {ratio:.2f}; "
+          f"labelled / raw = {labelled_ratio:.2f}; substantive: roles - raw = "
+          f"{100 * (share(sub['roles']) - share(sub['raw'])):+.1f} points")
     print()
     print(classifier_report(records))
 

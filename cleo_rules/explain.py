@@ -160,10 +160,10 @@ class Recorder:
         a = self._searched[index]
         self._searched[index] = Attempt(a.stage, a.rule, False, a.span, a.matched, note)
 
-    def referent_tried(self, rule, match, found) -> None:
+    def referent_tried(self, rule, match, found, note: str = "") -> None:
         """Referent rule ``rule`` was tried on the message: its ``match`` (or None) and what it ``found``."""
         if match is None:
-            self._referents.append(Attempt("referent", rule.id, False, note="no match"))
+            self._referents.append(Attempt("referent", rule.id, False, note=note or "no match"))
             return
         start, end = match.span()
         span = original_span(self._scanned, start, end, self._text)

@@ -28,7 +28,7 @@ import regex
 
 from .decision import CORRECTION, FOLLOW_UP, SKIP, SUBSTANTIVE, Decision, Part, make_decision
 from .explain import Explanation, Recorder
-from .history import USER, read_history
+from .history import ASSISTANT, USER, read_history
 from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
@@ -50,7 +50,7 @@ def _requirements(rule):
     if conditions is None:
         return None
     for example in rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())):
-        text = normalize(example)
+        text = normalize(example["message"] if isinstance(example, dict) else example)
         try:
             hit = rule.compiled.search(text, timeout=1.0)
         except TimeoutError:
@@ -89,10 +89,12 @@ class Matcher:
         self.lexicon = dict(lexicon or {})
         common = self.lexicon.get("common", frozenset())
         function_words = frozenset(w for v in vocab_sets if v.role == "filler" for w in v.words)
-        self._names = (common, function_words, common | self.lexicon.get("nouns", frozenset()))
+        self._names = (common, function_words, common | self.lexicon.get("nouns", frozenset()),
+                       self.lexicon.get("proper", frozenset()))
         words = referent_words or {}
         self.referents = ReferentFinder(
             referent_rules, common=common, dictionary=self._names[2], function_words=function_words,
+            proper=self._names[3],
             time_words=words.get("time_words", ()), clause_verbs=words.get("clause_verbs", ()),
             max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0)
         self.vocab_sets = tuple(vocab_sets)
@@ -231,16 +233,21 @@ class Matcher:
         match's start is mapped back from the normalised text.
         """
         if rule.head_in is not None:
+            # the match ends on a head: its last word is in the set, and no plain
+            # noun follows it (that would make a compound: "the boiler service")
+            heads = self.lexicon.get(rule.head_in, frozenset())
             last = WORD.findall(m.group())
-            if not last or last[-1] not in self.lexicon.get(rule.head_in, ()):
+            after = WORD.match(text, m.end() + 1) if text[m.end():m.end() + 1] == " " else None
+            compound = after is not None and after.group() in self.lexicon.get("plain_nouns", frozenset())
+            if not last or last[-1] not in heads or compound:
                 if rec is not None:
-                    rec.guard(rule, f"its last word is not in the lexicon's {rule.head_in}")
+                    rec.guard(rule, f"it does not end on a word of the lexicon's {rule.head_in}")
                 return False
         if rule.unless_name or rule.unless_name_before:
             scanned = message[: self.settings.max_scan_chars]
-            common, function_words, dictionary = self._names
+            common, function_words, dictionary, proper = self._names
             if rule.unless_name:
-                found = names(scanned, common, function_words, dictionary)
+                found = names(scanned, common, function_words, dictionary, proper)
                 if found:
                     if rec is not None:
                         rec.guard(rule, f"the message names {found[0].text!r}")
@@ -254,6 +261,34 @@ class Matcher:
                     return False
         return True
 
+    def _antecedent(self, rule, m, history, rec) -> bool:
+        """Whether a recent turn mentions what the match's head names ("the band" after "... the band ...").
+
+        A definite description points back only at something already
+        mentioned ("the band" after "... the band ...") or at a part of a thing
+        the assistant named ("the address" after "Golden Wok is ..."); with
+        neither ("what is wrong with the printer?" out of the blue) it names a
+        thing of the speaker's own. The last ``antecedent_reach`` turns, user
+        and assistant, are read; the head matches in the singular or the
+        plural.
+        """
+        words = WORD.findall(m.group())
+        head = words[-1] if words else ""
+        forms = {head, head + "s", head + "es", head.removesuffix("s"), head.removesuffix("es"),
+                 head[:-1] + "ies" if head.endswith("y") else head, head[:-3] + "y" if head.endswith("ies") else head}
+        forms.discard("")
+        recent = (history or ())[-self.settings.antecedent_reach:]
+        for said in recent:
+            if forms & set(WORD.findall(normalize(said.content))):
+                return True
+        # a thing the assistant named may own it ("the address" after "Golden Wok is ...")
+        for said in recent:
+            if said.role == ASSISTANT and self.referents.mentions(said):
+                return True
+        if rec is not None:
+            rec.guard(rule, f"no recent turn mentions {head!r}" if history else "there is no conversation before it")
+        return False
+
     def _antecedent_before(self, scanned: str, start: int) -> str:
         """What before ``start`` of the message (as typed) a reference there may point at, or ``""``.
 
@@ -261,9 +296,9 @@ class Matcher:
         or a noun in an earlier sentence of the same message ("I'd like a cheap
         restaurant. It should be in the north.").
         """
-        common, function_words, dictionary = self._names
+        common, function_words, dictionary, proper = self._names
         before = scanned[:start]
-        found = names(before, common, function_words, dictionary)
+        found = names(before, common, function_words, dictionary, proper)
         if found:
             return f"the message names {found[0].text!r} before the match"
         people = self.lexicon.get("people", frozenset())
@@ -328,7 +363,7 @@ class Matcher:
         """The kind of ``message`` on its own (no query shaping)."""
         return self._classify(message)[0]
 
-    def _classify(self, message: str, rec: Recorder | None = None):
+    def _classify(self, message: str, rec: Recorder | None = None, history=None):
         """The walk: ``(kind, rule, span, normalized, note)``; span is in normalised text.
 
         ``rec``, when given, is told each step as it is taken (see
@@ -369,6 +404,8 @@ class Matcher:
                         rec.too_long(rule, len(tokens))
                     return False
                 if rule.guarded and not self._guards_pass(rule, m, message, text, tokens, rec):
+                    return False
+                if rule.requires_antecedent and not self._antecedent(rule, m, history, rec):
                     return False
                 if not rule.topic_bounded:
                     return True
@@ -450,7 +487,7 @@ class Matcher:
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
         said = read_history(history)
-        kind, rule, span, normalized, note = self._classify(message, recorder)
+        kind, rule, span, normalized, note = self._classify(message, recorder, said)
         # the query: nothing for a skip, the message as typed for a correction
         # or a substantive message, its parts combined for a follow-up
         if kind == FOLLOW_UP:

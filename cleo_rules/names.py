@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["NameSpan", "names", "has_name_before"]
+__all__ = ["NameSpan", "names"]
 
 # a capitalised word: an upper-case letter then letters, digits, inner
 # apostrophes, hyphens or dots ("O'Brian", "Blink-182", "T.I."), or a word in
@@ -54,7 +54,7 @@ def _starts_sentence(text: str, start: int) -> bool:
     return not before.strip() or bool(_SENTENCE_END.search(before))
 
 
-_CONTRACTION = re.compile(r"['\u2019](?:s|t|re|ll|d|ve|m)$")
+_CONTRACTION = re.compile(r"(?:n['\u2019]t|['\u2019](?:s|re|ll|d|ve|m))$")
 
 
 def _bare(word: str) -> str:
@@ -62,8 +62,12 @@ def _bare(word: str) -> str:
     return _CONTRACTION.sub("", word)
 
 
+_LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z][a-z]+(?![\w'\u2019-])")
+
+
 def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_words=frozenset(),
-          dictionary: frozenset[str] | set[str] | None = None) -> list[NameSpan]:
+          dictionary: frozenset[str] | set[str] | None = None,
+          proper: frozenset[str] | set[str] = frozenset()) -> list[NameSpan]:
     """The names in ``text`` as typed, in order (see the module docstring).
 
     ``common`` are common English words (lower case): a sentence-initial
@@ -72,7 +76,8 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
     (lower case) are never names on their own, wherever they stand. A
     capitalised word alone at the start of a sentence is a name only when it
     is not in ``dictionary`` (default: ``common``): with the lexicon's nouns
-    there, "Injuries continued..." names nothing.
+    there, "Injuries continued..." names nothing. A word typed in lower case is
+    a name when it is in ``proper`` (the lexicon's proper nouns: "leeds").
     """
     out: list[NameSpan] = []
     for m in _RUN.finditer(text):
@@ -106,10 +111,12 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
             # inner white space was not single spaces: find the words' own end
             end = text.index(words[-1], start) + len(words[-1])
         out.append(NameSpan(text[start:end], start, end, initial))
+    if proper:
+        for m in _LOWER_WORD.finditer(text):
+            if m.group() in proper and not any(n.start <= m.start() < n.end for n in out):
+                out.append(NameSpan(m.group(), m.start(), m.end(), _starts_sentence(text, m.start())))
+        out.sort(key=lambda n: n.start)
     return out
 
 
-def has_name_before(text: str, position: int, common=frozenset(), function_words=frozenset(),
-                    dictionary=None) -> bool:
-    """Whether a name stands in ``text`` before ``position``."""
-    return any(n.start < position for n in names(text[:position], common, function_words, dictionary))
+

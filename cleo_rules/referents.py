@@ -26,9 +26,9 @@ finds the **referent** of a follow-up, deterministically:
 *Options* of a reply are its list items (lines starting "-", "*", "•", "1.",
 "a)") when it has at least two, else the things it names in order.
 *Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
-quoted titles, and a reply's opening subject before one of the pack's
-``clause_verbs`` ("prezzo is an italian restaurant": "prezzo"), which catches
-names typed in lower case. Names that only fix a time (the pack's
+quoted titles, and, in a reply that names nothing in capitals, its opening
+subject before one of the pack's ``clause_verbs`` ("prezzo is an italian
+restaurant": "prezzo"), which catches names typed in lower case. Names that only fix a time (the pack's
 ``time_words``: months, days) are never referents.
 
 *Salience* follows the centering idea that a recent subject is the likeliest
@@ -52,6 +52,7 @@ from threading import Lock
 
 from .history import ASSISTANT, Said
 from .names import names
+from .text import normalize
 
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
 
@@ -95,6 +96,22 @@ class Referent:
     span: tuple[int, int]  # in ``said.content``
 
 
+def _words(text: str) -> frozenset[str]:
+    """A mention's words, lower case, without articles and possessive endings."""
+    out = set()
+    for w in re.findall(r"[\w'\u2019-]+", text.lower()):
+        w = w.replace("\u2019", "'").removesuffix("'s")
+        if w not in ("the", "a", "an", "of", "and", "&"):
+            out.add(w)
+    return frozenset(out)
+
+
+def _same(a: Mention, b: Mention) -> bool:
+    """Whether two mentions name the same thing: one's words are all among the other's ("Northern", "the Northern Kilns")."""
+    wa, wb = _words(a.text), _words(b.text)
+    return bool(wa) and bool(wb) and (wa <= wb or wb <= wa)
+
+
 def _key(text: str) -> str:
     """What identifies a thing across its mentions: its last word, lower case ("the Northern Kilns" -> "kilns")."""
     words = re.findall(r"[\w'\u2019-]+", text.lower())
@@ -111,9 +128,10 @@ class ReferentFinder:
     """Finds referents with one pack's referent rules; thread-safe, immutable but for its cache."""
 
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
-                 time_words=(), clause_verbs=(), max_words: int = 12, timeout: float = 0.05):
+                 proper=frozenset(), time_words=(), clause_verbs=(), max_words: int = 12, timeout: float = 0.05):
         self.rules = tuple(rules)
         self._common = frozenset(common)
+        self._proper = frozenset(proper)
         self._dictionary = frozenset(dictionary) | self._common
         self._function = frozenset(function_words)
         self._time = frozenset(w.lower() for w in time_words)
@@ -144,14 +162,15 @@ class ReferentFinder:
 
     def _read_text(self, text: str, reply: bool) -> _Reading:
         found: list[Mention] = []
-        for n in names(text, self._common, self._function, self._dictionary):
-            if _key(n.text) in self._time or n.text.lower() in self._time:
+        for n in names(text, self._common, self._function, self._dictionary, self._proper):
+            key = _key(n.text)
+            if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
                 continue
             found.append(Mention(n.text, n.start, n.end, subject=n.initial))
         for m in _QUOTED.finditer(text):
             if not any(f.start <= m.start(1) < f.end for f in found):
                 found.append(Mention(m.group(1), m.start(1), m.end(1)))
-        if reply and self._verbs is not None:
+        if reply and self._verbs is not None and not found:  # a reply typed in lower case
             subject = self._opening_subject(text)
             if subject is not None and not any(f.start <= subject.start < f.end or subject.start <= f.start < subject.end
                                                for f in found):
@@ -161,14 +180,23 @@ class ReferentFinder:
         if len(items) >= 2:
             options = tuple(Mention(_clip(m.group(1)), m.start(1), m.start(1) + len(_clip(m.group(1)))) for m in items)
         else:
-            seen: dict[str, Mention] = {}
+            distinct: list[Mention] = []
             for m in found:
-                seen.setdefault(m.key, m)
-            options = tuple(seen.values())
+                if not any(_same(m, o) for o in distinct):
+                    distinct.append(m)
+            options = tuple(distinct)
         return _Reading(tuple(found), options)
 
     def _opening_subject(self, text: str) -> Mention | None:
-        """The noun phrase before the first clause verb of the reply's first sentence, when it names something."""
+        """The noun phrase that opens the reply, before its first clause verb, when it names something.
+
+        "prezzo is an italian restaurant" names "prezzo", "bloomsbury restaurant
+        is in the centre" names "bloomsbury restaurant". It may follow a short
+        opening ("Yes, ", "Of course, "), but nothing else: the phrase's first
+        word (after "the") must not be a common English word, and it holds no
+        figure, so "Then the fallback ...", "once the shelving ..." and "285 it
+        is" name nothing.
+        """
         first = _SENTENCE.match(text)
         if first is None or self._verbs is None:
             return None
@@ -177,27 +205,49 @@ class ReferentFinder:
         if v is None:
             return None
         head = sentence[: v.start()]
-        # the subject is what follows the last comma (after "Yes," or "Of course,")
-        cut = max(head.rfind(","), head.rfind(":"))
+        cut = head.rfind(",")
+        if cut >= 0 and len(head[:cut].split()) > 2:
+            return None  # more than a short opening before the comma
         phrase = head[cut + 1:].strip()
         words = phrase.split()
-        if not 1 <= len(words) <= 5:
+        if words and words[0].lower() in ("the", "a", "an"):
+            words = words[1:]
+        if not 1 <= len(words) <= 5 or any(ch.isdigit() for ch in phrase) or ":" in head:
             return None
         lowered = [w.lower().strip("\"'") for w in words]
-        if lowered[0] in self._function or lowered[-1] in self._function or \
+        if lowered[0] in self._common or lowered[0] in self._function or \
                 all(w in self._dictionary or w in self._function for w in lowered):
-            return None  # a pronoun, "the address", "the food": a description, not a name
+            return None  # a pronoun, "the address", "then the ...": not a name
         start = first.start() + sentence.index(phrase)
         return Mention(phrase, start, start + len(phrase), subject=True)
 
+    def mentions(self, said: Said) -> tuple[Mention, ...]:
+        """The things ``said`` names (read once, then remembered)."""
+        return self._read(said).mentions
+
     # -- selecting --------------------------------------------------------
 
-    def find(self, normalized: str, message: str, history: tuple[Said, ...], recorder=None) -> Referent | None:
-        """The referent of a follow-up ``message`` (``normalized``: as the rules see it), or None."""
+    def find(self, normalized: str, message: str, history: tuple[Said, ...], recorder=None,
+             chain: bool = True) -> Referent | None:
+        """The referent of a follow-up ``message`` (``normalized``: as the rules see it), or None.
+
+        ``chain=False`` leaves out the rules that read earlier turns'
+        referents (``other``), as when those turns themselves are resolved.
+        """
         if not history:
             return None
         low = message.lower()
+        named = None
         for rule in self.rules:
+            if not chain and rule.select == "other":
+                continue
+            if rule.unless_name:
+                if named is None:
+                    named = bool(names(message, self._common, self._function, self._dictionary, self._proper))
+                if named:
+                    if recorder is not None:
+                        recorder.referent_tried(rule, None, None, note="the message names its own subject")
+                    continue
             try:
                 m = rule.compiled.search(normalized, timeout=self._timeout)
             except TimeoutError:
@@ -224,17 +274,18 @@ class ReferentFinder:
             return self._option(rule, match, message_low, window)
         return self._salient(rule, match, message_low, window, decay=0.8 if sel == "person" else 0.5)
 
-    def _offer(self, window):
-        """The most recent assistant turn offering two or more options: ``(said, options)``."""
+    def _offers(self, window):
+        """Assistant turns offering two or more options, most recent first: ``(said, options)``."""
         for said in reversed(window):
             if said.role == ASSISTANT:
                 options = self._read(said).options
                 if len(options) >= 2:
-                    return said, options
-        return None, ()
+                    yield said, options
 
     def _option(self, rule, match, message_low, window) -> Referent | None:
-        said, options = self._offer(window)
+        if rule.select == "other":
+            return self._other(rule, message_low, window)
+        said, options = next(self._offers(window), (None, ()))
         if said is None:
             return None
         sel = rule.select
@@ -254,7 +305,7 @@ class ReferentFinder:
             if index is None or not -len(options) <= index < len(options):
                 return None
             chosen = options[index]
-        elif sel in ("least", "most"):
+        else:  # least, most: the option with the smallest or largest first figure after it
             figures = []
             text = said.content
             for i, option in enumerate(options):
@@ -267,19 +318,27 @@ class ReferentFinder:
                     figures.append(float(digits))
                 except ValueError:
                     return None
-            pick = min if sel == "least" else max
-            best = pick(figures)
+            best = (min if sel == "least" else max)(figures)
             if figures.count(best) != 1:
                 return None
             chosen = options[figures.index(best)]
-        else:  # other: the options not named since the offer, nor in the message
-            later = [s for s in window if s.index > said.index]
-            named = {m.key for s in later for m in self._read(s).mentions}
-            rest = [o for o in options if o.key not in named and o.key not in message_low]
-            if len(rest) != 1 or len(rest) == len(options):
-                return None
-            chosen = rest[0]
         return self._referent(chosen, rule, said)
+
+    def _other(self, rule, message_low, window) -> Referent | None:
+        """The one option of an offer that nothing since has named or pointed at (nor the message)."""
+        for said, options in self._offers(window):
+            later = [s for s in window if s.index > said.index]
+            named = [m for s in later for m in self._read(s).mentions]
+            # what the user's turns since pointed at ("the bigger one") counts as named too
+            for j, s in enumerate(window):
+                if s.index > said.index and s.role != ASSISTANT:
+                    found = self.find(normalize(s.content), s.content, window[:j], chain=False)
+                    if found is not None:
+                        named.append(Mention(found.text, 0, 0))
+            rest = [o for o in options if not any(_same(o, m) for m in named) and o.key not in message_low]
+            if len(rest) == 1 and len(options) > 1:
+                return self._referent(rest[0], rule, said)
+        return None
 
     def _salient(self, rule, match, message_low, window, decay: float) -> Referent | None:
         scores: dict[str, float] = {}

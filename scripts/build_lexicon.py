@@ -8,8 +8,8 @@
   tagged sense counts of SemCor (``cntlist.rev``), which tell whether a word
   is used mostly as a noun, a verb or an adjective.
 
-Four sets come out, each of words among the ``--top`` most frequent English
-words (letters only):
+Six sets come out, of words (letters only) among the ``--top`` most
+frequent English words, but for ``proper``:
 
 ``common``      the ``--common`` most frequent. A capitalised word that starts a
                 sentence is taken for a name only when it is not one of these
@@ -19,6 +19,12 @@ words (letters only):
                 definite descriptions that need a referent ("the band", "the
                 museum", "the members"). Words used mostly as adjectives ("the
                 best", "the second", "the same") are left out.
+``plain_nouns`` nouns WordNet lists as no verb ("service", "supplier", not "tour"):
+                one after a description's head makes it a compound, which names
+                its own thing ("the boiler service").
+``proper``      WordNet's proper nouns: words every noun sense of which is an
+                instance ("leeds", "zappa"), and that are no verb, adjective or
+                adverb. Typed in lower case, they still name something.
 ``people``      nouns whose commonest sense names a person (lexicographer file
                 noun.person): "mom", "friend", "author", "candidate". A personal
                 pronoun after one of them points inside its own message.
@@ -59,10 +65,13 @@ class WordNet:
             number, name, _ = line.split("\t")
             lexnames[int(number)] = name.strip()
         self.noun_lexname = {}
+        self.instance = set()  # synsets of proper nouns: an instance of something ("Leeds": a city)
         for line in (self.dir / "data.noun").read_text(errors="replace").splitlines():
             if not line.startswith("  "):
                 offset, lex_filenum = line.split(" ", 2)[:2]
                 self.noun_lexname[offset] = lexnames[int(lex_filenum)]
+                if " @i " in line:
+                    self.instance.add(offset)
         self.index = {pos: self._index(pos) for pos in ("noun", "verb", "adj", "adv")}
         self.tagged = collections.Counter()
         for line in (self.dir / "cntlist.rev").read_text().splitlines():
@@ -97,6 +106,19 @@ class WordNet:
                     return base
         return None
 
+    def proper(self, lemma: str) -> bool:
+        """Whether every noun sense of ``lemma`` is a proper noun, and it is no verb, adjective or adverb."""
+        offsets = self.index["noun"].get(lemma)
+        if not offsets or not all(o in self.instance for o in offsets) or \
+                any(lemma in self.index[pos] for pos in ("verb", "adj", "adv")):
+            return False
+        # "tours" is a city, and the plural of "tour"
+        for suffix, replacement in _NOUN_SUFFIXES:
+            base = lemma[: len(lemma) - len(suffix)] + replacement if lemma.endswith(suffix) else None
+            if base and base != lemma and any(o not in self.instance for o in self.index["noun"].get(base, ())):
+                return False
+        return True
+
     def counts(self, lemma: str) -> dict[str, int]:
         return {pos: self.tagged[(lemma, pos)] for pos in ("n", "v", "a", "r")}
 
@@ -107,9 +129,10 @@ def build(top: int, common: int) -> dict[str, list[str]]:
     wn = WordNet()
     words = [w for w in wordfreq.top_n_list("en", top) if w.isascii() and w.isalpha()]
     nouns, people, qualifiers = set(), set(), set()
+    proper = {w for w in wn.index["noun"] if w.isascii() and w.isalpha() and len(w) > 2 and wn.proper(w)}
     for rank, w in enumerate(words):
         lemma = wn.noun_lemma(w)
-        if lemma is not None and len(w) > 2:
+        if lemma is not None and len(w) > 2 and w not in proper:
             c = wn.counts(lemma)
             own = wn.counts(w)
             if w not in wn.index["adj"] and w not in wn.index["adv"] or c["n"] >= max(c["a"], c["r"], own["a"], own["r"]):
@@ -121,7 +144,9 @@ def build(top: int, common: int) -> dict[str, list[str]]:
             c = wn.counts(w)
             if c["a"] > c["n"] and c["a"] > c["v"]:
                 qualifiers.add(w)
-    return {"common": sorted(words[:common]), "nouns": sorted(nouns), "people": sorted(people),
+    plain = {w for w in nouns if (wn.noun_lemma(w) or w) not in wn.index["verb"] and w not in wn.index["verb"]}
+    return {"common": sorted(words[:common]), "nouns": sorted(nouns), "plain_nouns": sorted(plain),
+            "proper": sorted(proper), "people": sorted(people),
             "qualifiers": sorted(qualifiers)}
 
 
@@ -147,6 +172,8 @@ def render(sets: dict, args) -> str:
     descriptions = {
         "common": f"the {args.common} most frequent English words (wordfreq)",
         "nouns": "frequent words used mostly as nouns (WordNet): heads of definite descriptions",
+        "plain_nouns": "nouns that WordNet lists as no verb: a noun after the head makes a compound ('the boiler service')",
+        "proper": "WordNet's proper nouns (every noun sense an instance; no other part of speech): names even in lower case",
         "people": "nouns whose commonest WordNet sense is a person (noun.person)",
         "qualifiers": "frequent words used mostly as adjectives (WordNet tagged counts)",
     }

@@ -52,6 +52,7 @@ class Settings:
     referents: bool = True
     reply_words: int = 20
     max_referent_words: int = 12
+    antecedent_reach: int = 6
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class PatternRule:
     unless_name: bool = False
     head_in: str | None = None
     after_vocabulary: bool = False
+    requires_antecedent: bool = False
 
     @property
     def guarded(self) -> bool:
@@ -118,6 +120,7 @@ class ReferentRule:
     reach: int | None = None
     compiled: Any = field(default=None, compare=False, repr=False)
     kind: str = "referent"
+    unless_name: bool = False
 
 
 class Pack:
@@ -468,7 +471,8 @@ def _compile(path) -> tuple[Pack, dict[str, Source]]:
                 referent_rules.append(ReferentRule(
                     id=rid, description=item.get("description", ""), pattern=pattern, select=item.get("select", ""),
                     examples=_tup(item.get("examples")), counterexamples=_tup(item.get("counterexamples")),
-                    file=src.display, line=line, reach=item.get("reach"), compiled=compiled))
+                    file=src.display, line=line, reach=item.get("reach"), compiled=compiled,
+                    unless_name=bool(item.get("unless_name"))))
                 continue
             rule = PatternRule(
                 id=rid, kind="correction" if kind == "corrections" else "follow_up",
@@ -480,7 +484,8 @@ def _compile(path) -> tuple[Pack, dict[str, Source]]:
                 max_content_before=item.get("max_content_before"), generate=item.get("generate"), compiled=compiled,
                 max_words=item.get("max_words"), unless_name_before=bool(item.get("unless_name_before")),
                 unless_name=bool(item.get("unless_name")), head_in=item.get("head_in"),
-                after_vocabulary=bool(item.get("after_vocabulary")))
+                after_vocabulary=bool(item.get("after_vocabulary")),
+                requires_antecedent=bool(item.get("requires_antecedent")))
             if rule.head_in is not None:
                 wants_lexicon.append((src, pointer_join(ptr, "head_in"), rid, rule.head_in))
             (corrections if kind == "corrections" else follow_ups).append(rule)
@@ -570,7 +575,7 @@ def _taker(pack: Pack, rule, other: str) -> str:
     return f"{other} ({what}, {side} in the order)"
 
 
-def example_miss(pack: Pack, rule, message: str) -> str:
+def example_miss(pack: Pack, rule, message: str, history=()) -> str:
     """Why ``message``, an example of ``rule``, does not fire it, and what to do: from :meth:`Pack.explain`.
 
     Names the rule that took the message (earlier or later in the order:
@@ -578,7 +583,7 @@ def example_miss(pack: Pack, rule, message: str) -> str:
     stopped it (``min_chars``, ``max_follow_up_words``,
     ``min/max_content_words``, ``max_content_before``).
     """
-    ex = pack.explain(message)
+    ex = pack.explain(message, history)
     d = ex.decision
     s = pack.settings
     if d.kind == "skip":
@@ -636,6 +641,13 @@ def example_miss(pack: Pack, rule, message: str) -> str:
     return "add its missing words to this set"
 
 
+def example_case(item) -> tuple[str, tuple]:
+    """An example as ``(message, history)``: a string, or ``{message, history}`` for one that needs a conversation."""
+    if isinstance(item, Mapping):
+        return str(item.get("message", "")), tuple(item.get("history") or ())
+    return item, ()
+
+
 def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
     """Every example must fire its rule; counterexamples and request forms must not."""
     problems = []
@@ -653,20 +665,22 @@ def example_problems(pack: Pack, sources: dict[str, Source]) -> list[Problem]:
             return f"classified {d.kind}" + (f" by {d.rule}" if d.rule else "")
 
         filler = getattr(rule, "role", None) == "filler"
-        for j, msg in enumerate(rule.examples):
-            d = pack.classify(msg)
+        for j, item in enumerate(rule.examples):
+            msg, history = example_case(item)
+            d = pack.classify(msg, history)
             if filler:  # filler never names a decision: its examples need only be follow-ups
                 if d.kind != "follow_up":
                     problems.append(src.problem("E134", f"example {msg!r} should be a follow-up thanks to these words, but it is {said(d)}",
                                                 pointer_join(pointer_join(base, "examples"), j), rule=rule.id, rank=8,
-                                                help=example_miss(pack, rule, msg)))
+                                                help=example_miss(pack, rule, msg, history)))
                 continue
             if d.rule != rule.id or d.kind != want_kind:
-                help = example_miss(pack, rule, msg)
+                help = example_miss(pack, rule, msg, history)
                 problems.append(src.problem("E134", f"example {msg!r} does not fire this rule: it is {said(d)}",
                                             pointer_join(pointer_join(base, "examples"), j), rule=rule.id, rank=8, help=help))
-        for j, msg in enumerate(rule.counterexamples):
-            d = pack.classify(msg)
+        for j, item in enumerate(rule.counterexamples):
+            msg, history = example_case(item)
+            d = pack.classify(msg, history)
             if filler and d.kind == "follow_up" and d.rule and d.rule.startswith("vocab"):
                 problems.append(src.problem("E135", f"counterexample {msg!r} is a vocabulary follow-up ({d.rule})",
                                             pointer_join(pointer_join(base, "counterexamples"), j), rule=rule.id, rank=8,
