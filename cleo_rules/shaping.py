@@ -1,6 +1,6 @@
 """A follow-up's query, built from parts of the conversation.
 
-A follow-up is searched as the pack's ``combine`` template over three parts:
+A follow-up is searched as one of the pack's templates over three parts:
 
 ``anchor``    the user's last substantive message (earlier nods, follow-ups,
               corrections and skips are passed over);
@@ -61,28 +61,32 @@ def _reply_excerpt(history, words: int):
 def shape(matcher, message: str, normalized: str, history, recorder=None):
     """``(query, parts, note)`` for a follow-up ``message`` given ``history`` (:class:`~cleo_rules.history.Said` items)."""
     settings = matcher.settings
-    parts: list[Part] = []
-    anchor = matcher._anchor(history)
-    if anchor is not None:
-        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
-                          (0, len(anchor.content)), None))
-    if settings.referents and "{referent}" in settings.combine and any(s.role == ASSISTANT for s in history):
+    template = settings.combine
+    found = referent = None
+    if settings.referents and any(s.role == ASSISTANT for s in history):
         found = matcher.referents.find(normalized, message, history, recorder)
         if found is not None:
-            part = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
-                        found.rule)
-        else:
-            part = _reply_excerpt(history, settings.reply_words) if settings.reply_words else None
-        if part is not None:
-            parts.append(part)
-            if recorder is not None:
-                recorder.referent(part)
+            template = settings.combine_resolved
+            referent = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
+                            found.rule)
+        elif settings.reply_words and "{referent}" in template:
+            referent = _reply_excerpt(history, settings.reply_words)
+        if referent is not None and recorder is not None:
+            recorder.referent(referent)
+    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    parts: list[Part] = []
+    if "anchor" in fields:
+        anchor = matcher._anchor(history)
+        if anchor is not None:
+            parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                              (0, len(anchor.content)), None))
+    if referent is not None and "referent" in fields:
+        parts.append(referent)
     message_part = Part("message", message, "message")
     if not parts:
         return message, (message_part,), NOTHING_TO_COMBINE
     parts.append(message_part)
     texts = {p.name: p.text for p in parts}
-    query = render(settings.combine, anchor=texts.get("anchor", ""), referent=texts.get("referent", ""),
-                   message=message)
-    order = {name: i for i, name in enumerate(f for _, f, _, _ in string.Formatter().parse(settings.combine) if f)}
+    query = render(template, anchor=texts.get("anchor", ""), referent=texts.get("referent", ""), message=message)
+    order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None

@@ -50,6 +50,7 @@ class Settings:
     max_scan_chars: int = 4000
     anchor_lookback: int = 50
     referents: bool = True
+    combine_resolved: str = "{referent}\n{message}"
     reply_words: int = 20
     max_referent_words: int = 12
     antecedent_reach: int = 6
@@ -318,6 +319,8 @@ def _compile(path) -> tuple[Pack, dict[str, Source]]:
         settings = Settings()
     if isinstance(settings.combine, str):
         problems += check_combine(manifest, settings.combine)
+    if isinstance(settings.combine_resolved, str):
+        problems += check_combine(manifest, settings.combine_resolved, "combine_resolved", ("referent", "message"))
     context = dict(DEFAULT_CONTEXT)
     given_context = mdata.get("context")
     if isinstance(given_context, dict):

@@ -165,20 +165,22 @@ def file_kind(source: Source) -> tuple[str | None, list[Problem]]:
     return kind, []
 
 
-def check_combine(source: Source, template: str) -> list[Problem]:
-    ptr = "/settings/combine"
+def check_combine(source: Source, template: str, key: str = "combine",
+                  required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
+    """A query template (``settings.<key>``) uses only {anchor}, {referent} and {message}, and all of ``required``."""
+    ptr = f"/settings/{key}"
     try:
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
     except ValueError as exc:
-        return [source.problem("E137", f"combine template is malformed: {exc}", ptr,
+        return [source.problem("E137", f"{key} template is malformed: {exc}", ptr,
                                help="use {anchor}, {referent} and {message}; write {{ or }} for a literal brace")]
     wrong = fields - {"anchor", "referent", "message"}
-    missing = {"anchor", "message"} - fields
+    missing = set(required) - fields
     problems = []
     if wrong:
-        problems.append(source.problem("E137", f"combine template uses unknown field(s) {', '.join(sorted(wrong))}",
+        problems.append(source.problem("E137", f"{key} template uses unknown field(s) {', '.join(sorted(wrong))}",
                                        ptr, help="only {anchor}, {referent} and {message} are available"))
     if missing:
-        problems.append(source.problem("E137", f"combine template lacks {', '.join('{' + m + '}' for m in sorted(missing))}",
-                                       ptr, help="a follow-up's query needs both the anchor and the message"))
+        problems.append(source.problem("E137", f"{key} template lacks {', '.join('{' + m + '}' for m in sorted(missing))}",
+                                       ptr, help=f"this query needs {' and '.join('{' + r + '}' for r in required)}"))
     return problems
