@@ -235,11 +235,7 @@ class Matcher:
         if rule.head_in is not None:
             # the match ends on a head: its last word is in the set, and no plain
             # noun follows it (that would make a compound: "the boiler service")
-            heads = self.lexicon.get(rule.head_in, frozenset())
-            last = WORD.findall(m.group())
-            after = WORD.match(text, m.end() + 1) if text[m.end():m.end() + 1] == " " else None
-            compound = after is not None and after.group() in self.lexicon.get("plain_nouns", frozenset())
-            if not last or last[-1] not in heads or compound:
+            if self._head(rule, m, text) is None:
                 if rec is not None:
                     rec.guard(rule, f"it does not end on a word of the lexicon's {rule.head_in}")
                 return False
@@ -261,6 +257,27 @@ class Matcher:
                     return False
         return True
 
+    def _head(self, rule, m, text: str) -> str | None:
+        """The head word of the phrase a ``head_in`` rule matched, or None.
+
+        The head is the last word of the match that is in the rule's lexicon
+        set and not followed by a plain noun (which would make a compound
+        that names its own thing: "the boiler service"); a match's last word
+        may be a verb the pattern took in ("the album released": "album").
+        """
+        heads = self.lexicon.get(rule.head_in, frozenset())
+        plain = self.lexicon.get("plain_nouns", frozenset())
+        found = [(w.group(), w.end()) for w in WORD.finditer(m.group())]
+        for i in range(len(found) - 1, max(len(found) - 3, 0), -1):
+            word, end = found[i]
+            if word not in heads:
+                continue
+            after = WORD.match(text, m.start() + end + 1) if text[m.start() + end:m.start() + end + 1] == " " else None
+            if after is None or after.group() not in plain:
+                return word
+            return None
+        return None
+
     def _antecedent(self, rule, m, history, rec) -> bool:
         """Whether a recent turn mentions what the match's head names ("the band" after "... the band ...").
 
@@ -273,9 +290,13 @@ class Matcher:
         plural.
         """
         words = WORD.findall(m.group())
-        head = words[-1] if words else ""
-        forms = {head, head + "s", head + "es", head.removesuffix("s"), head.removesuffix("es"),
-                 head[:-1] + "ies" if head.endswith("y") else head, head[:-3] + "y" if head.endswith("ies") else head}
+        nouns = self.lexicon.get(rule.head_in, frozenset()) if rule.head_in else frozenset()
+        heads = [w for w in words[1:] if w in nouns] or words[-1:]  # "the band tour": band, or tour
+        head = heads[-1] if heads else ""
+        forms = set()
+        for h in heads:
+            forms |= {h, h + "s", h + "es", h.removesuffix("s"), h.removesuffix("es"),
+                      h[:-1] + "ies" if h.endswith("y") else h, h[:-3] + "y" if h.endswith("ies") else h}
         forms.discard("")
         recent = (history or ())[-self.settings.antecedent_reach:]
         for said in recent:
