@@ -92,27 +92,54 @@ def read_history(history) -> tuple[Said, ...]:
     except TypeError:
         raise TypeError(f"history must be a sequence of earlier messages, found {type(history).__name__}") from None
     out: list[Said] = []
-    counts = {USER: 0, ASSISTANT: 0}
+    users = assistants = 0
     for i, item in enumerate(items):
-        if isinstance(item, str):
-            role, content = USER, item
-        elif isinstance(item, Mapping):
-            role = item.get("role")
-            if not isinstance(role, str):
-                raise HistoryError(i, "an item must have a 'role' (\"user\" or \"assistant\")")
-            if role in IGNORED_ROLES:
-                continue
-            if role not in counts:
-                raise HistoryError(i, f"unknown role {role!r}; use \"user\" or \"assistant\"")
-            if "content" not in item:
-                raise HistoryError(i, "an item must have a 'content'")
-            content = _content(i, item["content"])
-            if content is None:
+        kind = type(item)
+        if kind is str:  # the common cases first, without the general checks
+            users += 1
+            out.append(Said(USER, item, i, users))
+            continue
+        if kind is dict:
+            role, content = item.get("role"), item.get("content")
+            if type(content) is str:
+                if role == USER:
+                    users += 1
+                    out.append(Said(USER, content, i, users))
+                    continue
                 if role == ASSISTANT:
-                    continue  # a reply that only called tools
-                raise HistoryError(i, "a user item's 'content' cannot be null")
+                    assistants += 1
+                    out.append(Said(ASSISTANT, content, i, assistants))
+                    continue
+        said = _general(i, item)
+        if said is None:
+            continue
+        if said.role == USER:
+            users += 1
+            out.append(Said(USER, said.content, i, users))
         else:
-            raise HistoryError(i, f"an item must be a string or {{\"role\", \"content\"}}, found {type(item).__name__}")
-        counts[role] += 1
-        out.append(Said(role, content, i, counts[role]))
+            assistants += 1
+            out.append(Said(ASSISTANT, said.content, i, assistants))
     return tuple(out)
+
+
+def _general(i: int, item) -> Said | None:
+    """Any item the fast path in :func:`read_history` did not take: checked in full (turn numbers set by the caller)."""
+    if isinstance(item, str):
+        return Said(USER, item, i, 0)
+    if not isinstance(item, Mapping):
+        raise HistoryError(i, f"an item must be a string or {{\"role\", \"content\"}}, found {type(item).__name__}")
+    role = item.get("role")
+    if not isinstance(role, str):
+        raise HistoryError(i, "an item must have a 'role' (\"user\" or \"assistant\")")
+    if role in IGNORED_ROLES:
+        return None
+    if role not in (USER, ASSISTANT):
+        raise HistoryError(i, f"unknown role {role!r}; use \"user\" or \"assistant\"")
+    if "content" not in item:
+        raise HistoryError(i, "an item must have a 'content'")
+    content = _content(i, item["content"])
+    if content is None:
+        if role == ASSISTANT:
+            return None  # a reply that only called tools
+        raise HistoryError(i, "a user item's 'content' cannot be null")
+    return Said(role, content, i, 0)

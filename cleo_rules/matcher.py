@@ -137,9 +137,11 @@ class Matcher:
                             [r.max_words for r in self.follow_ups if r.max_words is not None])
         # one scan finds the rules whose requirements a text meets
         self._patterns = self.corrections + self.follow_ups
+        # referent rules share the prefilter's scan: a follow-up searches only those its text can match
+        self._ref_start = len(self._patterns)
         # follow-up patterns from this index on are tried after the vocabulary test
         self._late = len(self.corrections) + sum(1 for r in self.follow_ups if not r.after_vocabulary)
-        self._index = LiteralIndex([_requirements(r) for r in self._patterns])
+        self._index = LiteralIndex([_requirements(r) for r in self._patterns + self.referents.rules])
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kind = functools.lru_cache(maxsize=4096)(self.kind_of)
@@ -243,7 +245,7 @@ class Matcher:
             scanned = message[: self.settings.max_scan_chars]
             common, function_words, dictionary, proper = self._names
             if rule.unless_name:
-                found = names(scanned, common, function_words, dictionary, proper)
+                found = self.referents.names(scanned)
                 if found:
                     if rec is not None:
                         rec.guard(rule, f"the message names {found[0].text!r}")
@@ -317,9 +319,9 @@ class Matcher:
         or a noun in an earlier sentence of the same message ("I'd like a cheap
         restaurant. It should be in the north.").
         """
-        common, function_words, dictionary, proper = self._names
+        function_words = self._names[1]
         before = scanned[:start]
-        found = names(before, common, function_words, dictionary, proper)
+        found = [n for n in self.referents.names(scanned) if n.end <= start]
         if found:
             return f"the message names {found[0].text!r} before the match"
         people = self.lexicon.get("people", frozenset())
@@ -384,7 +386,7 @@ class Matcher:
         """The kind of ``message`` on its own (no query shaping)."""
         return self._classify(message)[0]
 
-    def _classify(self, message: str, rec: Recorder | None = None, history=None):
+    def _classify(self, message: str, rec: Recorder | None = None, history=None, referent_candidates=None):
         """The walk: ``(kind, rule, span, normalized, note)``; span is in normalised text.
 
         ``rec``, when given, is told each step as it is taken (see
@@ -401,6 +403,10 @@ class Matcher:
         words = word_pattern(text)
         tokens = words.findall(text)
         candidates = self._index.candidates(text, words_of_tokens(tokens, text))
+        ref = bisect.bisect_left(candidates, self._ref_start)
+        if referent_candidates is not None:
+            referent_candidates.extend(c - self._ref_start for c in candidates[ref:])
+        candidates = candidates[:ref]
         if rec is not None:
             rec.scanned(scanned, stripped, text, tokens, candidates)
         split = bisect.bisect_left(candidates, len(self.corrections))
@@ -508,11 +514,12 @@ class Matcher:
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
         said = read_history(history)
-        kind, rule, span, normalized, note = self._classify(message, recorder, said)
+        referent_candidates: list[int] = []
+        kind, rule, span, normalized, note = self._classify(message, recorder, said, referent_candidates)
         # the query: nothing for a skip, the message as typed for a correction
         # or a substantive message, its parts combined for a follow-up
-        if kind == FOLLOW_UP:
-            query, parts, why = shape(self, message, normalized, said, recorder)
+        if kind == FOLLOW_UP and normalized is not None:  # a follow-up's text is always normalised
+            query, parts, why = shape(self, message, normalized, said, recorder, frozenset(referent_candidates))
             note = note or why
         else:
             query, parts = (None, ()) if kind == SKIP else (message, (Part("message", message, "message"),))

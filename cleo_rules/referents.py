@@ -57,10 +57,11 @@ from .text import normalize
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
 
 SELECTORS = ("position", "least", "most", "other", "thing", "person")
+PREFILTERED_NOTE = "not tried: its required words/strings are absent (prefilter)"
 DEFAULT_REACH = {"person": 12}
 REACH = 6
 #: Turns whose reading is remembered (by content), per finder.
-CACHE_ITEMS = 2048
+CACHE_ITEMS = 8192
 CACHE_CHARS = 2000  # a longer turn is read on each call rather than kept
 
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+(.+?)\s*$", re.M)
@@ -72,18 +73,31 @@ _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 
 _LETTER = re.compile(r"\b(?:option|number|no\.?|choice|#)\s*([a-h]|\d{1,2})\b")
 
 
-@dataclass(frozen=True, slots=True)
 class Mention:
-    """A thing a turn names: ``text`` at ``start:end`` of the turn's content."""
+    """A thing a turn names: ``text`` at ``start:end`` of the turn's content.
 
-    text: str
-    start: int
-    end: int
-    subject: bool = False  # it opens a sentence
+    ``key`` (its last word, lower case), ``low`` (its text, lower case) and
+    ``words`` (its words without articles) are worked out once, when the
+    turn is read, since salience compares them on every later turn.
+    """
 
-    @property
-    def key(self) -> str:
-        return _key(self.text)
+    __slots__ = ("text", "start", "end", "subject", "key", "low", "words")
+
+    def __init__(self, text: str, start: int, end: int, subject: bool = False):
+        self.text, self.start, self.end, self.subject = text, start, end, subject
+        self.low = text.lower()
+        self.key = _key(text)
+        self.words = _words(text)
+
+    def __repr__(self) -> str:
+        return f"Mention({self.text!r}, {self.start}, {self.end}, subject={self.subject})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Mention) and (self.text, self.start, self.end, self.subject) == \
+            (other.text, other.start, other.end, other.subject)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.start, self.end, self.subject))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +122,7 @@ def _words(text: str) -> frozenset[str]:
 
 def _same(a: Mention, b: Mention) -> bool:
     """Whether two mentions name the same thing: one's words are all among the other's ("Northern", "the Northern Kilns")."""
-    wa, wb = _words(a.text), _words(b.text)
+    wa, wb = a.words, b.words
     return bool(wa) and bool(wb) and (wa <= wb or wb <= wa)
 
 
@@ -140,7 +154,22 @@ class ReferentFinder:
         self._max_words = max_words
         self._timeout = timeout
         self._cache: OrderedDict[str, _Reading] = OrderedDict()
+        self._names: OrderedDict[str, tuple] = OrderedDict()
         self._lock = Lock()
+
+    def names(self, text: str) -> tuple:
+        """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
+        if len(text) > CACHE_CHARS:
+            return tuple(names(text, self._common, self._function, self._dictionary, self._proper))
+        with self._lock:
+            hit = self._names.get(text)
+        if hit is None:
+            hit = tuple(names(text, self._common, self._function, self._dictionary, self._proper))
+            with self._lock:
+                self._names[text] = hit
+                if len(self._names) > CACHE_ITEMS:
+                    self._names.popitem(last=False)
+        return hit
 
     # -- reading one turn -----------------------------------------------
 
@@ -228,22 +257,28 @@ class ReferentFinder:
     # -- selecting --------------------------------------------------------
 
     def find(self, normalized: str, message: str, history: tuple[Said, ...], recorder=None,
-             chain: bool = True) -> Referent | None:
+             chain: bool = True, candidates=None) -> Referent | None:
         """The referent of a follow-up ``message`` (``normalized``: as the rules see it), or None.
 
         ``chain=False`` leaves out the rules that read earlier turns'
         referents (``other``), as when those turns themselves are resolved.
+        ``candidates`` (indices into the rules), when given, are the only rules
+        whose patterns can match: the others are passed over unsearched.
         """
         if not history:
             return None
         low = message.lower()
         named = None
-        for rule in self.rules:
+        for i, rule in enumerate(self.rules):
             if not chain and rule.select == "other":
+                continue
+            if candidates is not None and i not in candidates:
+                if recorder is not None:
+                    recorder.referent_tried(rule, None, None, note=PREFILTERED_NOTE)
                 continue
             if rule.unless_name:
                 if named is None:
-                    named = bool(names(message, self._common, self._function, self._dictionary, self._proper))
+                    named = bool(self.names(message))
                 if named:
                     if recorder is not None:
                         recorder.referent_tried(rule, None, None, note="the message names its own subject")
@@ -349,10 +384,10 @@ class ReferentFinder:
             weight = decay ** age
             for m in self._read(said).mentions:
                 k = m.key
-                if not k or k in said_words or m.text.lower() in message_low:
+                if not k or k in said_words or m.low in message_low:
                     continue  # the message names it already
                 s = weight * (2.0 if m.subject else 1.0)
-                if head and head in m.text.lower().split():
+                if head and head in m.words:
                     s *= 3.0  # "the band" and "the Mothers of Invention band"
                 scores[k] = scores.get(k, 0.0) + s
                 if k not in best or len(m.text) > len(best[k][0].text):

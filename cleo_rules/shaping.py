@@ -58,13 +58,17 @@ def _reply_excerpt(history, words: int):
     return None
 
 
-def shape(matcher, message: str, normalized: str, history, recorder=None):
-    """``(query, parts, note)`` for a follow-up ``message`` given ``history`` (:class:`~cleo_rules.history.Said` items)."""
+def shape(matcher, message: str, normalized: str, history, recorder=None, candidates=None):
+    """``(query, parts, note)`` for a follow-up ``message`` given ``history`` (:class:`~cleo_rules.history.Said` items).
+
+    ``candidates``, when given, are the indices of the referent rules the
+    prefilter found the message can match; the others are not searched.
+    """
     settings = matcher.settings
     template = settings.combine
     found = referent = None
     if settings.referents and any(s.role == ASSISTANT for s in history):
-        found = matcher.referents.find(normalized, message, history, recorder)
+        found = matcher.referents.find(normalized, message, history, recorder, candidates=candidates)
         if found is not None:
             template = settings.combine_resolved
             referent = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
