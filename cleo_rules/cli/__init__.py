@@ -26,6 +26,7 @@ COMMANDS = {
     "turn": ("turn_cmds", "turn", "Run turns end to end: classify, search, build context."),
     "demo": ("turn_cmds", "demo", "Build the sample memory and replay a sample conversation."),
     "relevance": ("turn_cmds", "relevance", "Sample traced retrievals for judging and score the judgments."),
+    "serve": ("serve_cmds", "serve", "Serve classify, turns and memory over HTTP (the serve extra)."),
 }
 
 
