@@ -11,6 +11,7 @@ import json
 import signal
 import sqlite3
 import time
+import warnings
 
 import httpx
 import pytest
@@ -57,9 +58,12 @@ def test_sigkill_mid_ingest_keeps_every_committed_batch(tmp_path, embedder):
     finally:
         svc.stop()
 
-    from cleo_rules.retrieval import MemoryStore
+    from cleo_rules.retrieval import MemoryStore, StoreWarning
 
-    with MemoryStore.open(root / "site", embedder=embedder) as store:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = MemoryStore.open(root / "site", embedder=embedder)
+    with store:
         ids = [row[0] for row in store.db.conn.execute("SELECT id FROM documents ORDER BY id")]
         kept = len(ids)
         assert 2 * BATCH <= kept < N, "the kill must land mid-ingest"
@@ -73,3 +77,5 @@ def test_sigkill_mid_ingest_keeps_every_committed_batch(tmp_path, embedder):
         # the same lines again: every committed item is unchanged, byte for byte
         report = store.ingest_jsonl(body.splitlines(keepends=True)[:kept])
     assert (report.unchanged, report.added, report.updated) == (kept, 0, 0)
+    # an index left behind by the kill is repaired from SQLite, with a warning that says so, and nothing else
+    assert all(issubclass(w.category, StoreWarning) for w in caught), [str(w.message) for w in caught]
