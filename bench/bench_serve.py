@@ -146,17 +146,20 @@ async def drive(url: str, requests: list[tuple[str, bytes]], concurrency: int, *
     With ``seconds``, the requests are sent over and over until that much time has passed, and
     ``sample()`` (if given) is called every 5 seconds meanwhile.
     """
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     outcomes: list[Outcome] = []
     queue = iter(requests) if seconds is None else itertools.cycle(requests)
     deadline = None if seconds is None else time.perf_counter() + seconds
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60.0) as client:
+    # one client and one keep-alive connection per worker: httpx's shared pool costs the client more CPU per
+    # request the more connections it holds, which on two cores would be measured as the service's latency
+    clients = [httpx.AsyncClient(base_url=url, timeout=60.0, limits=httpx.Limits(max_connections=1))
+               for _ in range(concurrency)]
+    try:
         async def sampler():
             while time.perf_counter() < deadline:
                 await asyncio.sleep(min(5.0, max(0.0, deadline - time.perf_counter())))
                 sample()
 
-        async def worker():
+        async def worker(client):
             for path, body in queue:
                 if deadline is not None and time.perf_counter() >= deadline:
                     break
@@ -174,11 +177,14 @@ async def drive(url: str, requests: list[tuple[str, bytes]], concurrency: int, *
                 outcomes.append(Outcome(latency, r.status_code, float(m.group(1)) if m else None, shed))
 
         started = time.perf_counter()
-        tasks = [worker() for _ in range(concurrency)]
+        tasks = [worker(client) for client in clients]
         if sample is not None and deadline is not None:
             tasks.append(sampler())
         await asyncio.gather(*tasks)
         return outcomes, time.perf_counter() - started
+    finally:
+        for client in clients:
+            await client.aclose()
 
 
 def summarise(outcomes: list[Outcome], seconds: float) -> dict:

@@ -19,7 +19,6 @@ import subprocess
 import threading
 import time
 import warnings
-from pathlib import Path
 
 import httpx
 import jsonschema
@@ -195,6 +194,22 @@ def test_only_an_ingest_creates_a_tenant(world):
     assert admin.post("/v1/tenants/gamma/turns", {"message": "Which van insurer?"}).json()["results"] == []
     problem(admin.post("/v1/tenants/..%2F..%2Fetc/turns", {"message": "x"}), 404, "not-found")
     assert problem(admin.post("/v1/tenants/Gamma/turns", {"message": "x"}), 400, "invalid-request")["field"] == "tenant"
+
+
+def test_a_store_that_cannot_open_is_a_500_with_the_request_id_logged(world):
+    admin, root, svc = world["admin"], world["root"], world["svc"]
+    (root / "corrupt").mkdir()
+    (root / "corrupt" / "memory.db").write_bytes(b"this is not an SQLite database " * 64)
+    r = admin.post("/v1/tenants/corrupt/turns", {"message": "Which van insurer covers tools?"},
+                   headers={"X-Request-ID": "corrupt-store-1"})
+    body = problem(r, 500, "internal-error")
+    assert body["request_id"] == "corrupt-store-1" and "corrupt-store-1" in body["detail"]
+    assert "Traceback" not in r.text and str(root) not in r.text
+    log = svc.log
+    assert "request corrupt-store-1: POST /v1/tenants/corrupt/turns failed" in log
+    assert "Traceback" in log[log.index("request corrupt-store-1"):]
+    # the other tenants are untouched
+    assert world["acme"].turn("Which van insurer covers tools?").status_code == 200
 
 
 def test_delete(world):
@@ -405,9 +420,10 @@ def test_sigterm_drains_the_ingest_in_flight_and_closes_every_store(world):
     code = svc.wait_exit(60)
     assert code in (0, -signal.SIGTERM), svc.log
     log = svc.log
-    assert "Waiting for connections to close" in log
-    assert re.search(r"closed [3-9] memory stores", log), log
-    assert "Traceback" not in log
+    shutdown = log[log.index("Shutting down"):]
+    assert "Waiting for connections to close" in shutdown
+    assert re.search(r"closed [3-9] memory stores", shutdown), shutdown
+    assert "Traceback" not in shutdown and "ERROR" not in shutdown
 
     from cleo_rules.retrieval import MemoryStore, StoreWarning
 

@@ -11,8 +11,8 @@ problem naming the field.
 On start-up the pack is loaded (and, with memory, the embedding model
 warmed) in the background: ``/healthz`` answers at once, ``/readyz`` and
 every ``/v1`` request answer 503 until both are done. A pack that does not
-pass the acceptance gate never serves; with watching on, the service tries
-again when its files change.
+pass the acceptance gate never serves; the service tries again when its
+files change (with watching off too: it has nothing else to serve).
 
 Classification runs on the event loop (microseconds, bounded by the
 pack's per-pattern time limits and ``max_message_chars``); a batch, a
@@ -137,7 +137,7 @@ class Service:
                 except CleoError:
                     pack_dir, seen = None, None
                 while not self._stopping.wait(interval):
-                    if s.watch_interval > 0 and pack_dir is not None and fingerprint(pack_dir) != seen:
+                    if pack_dir is not None and fingerprint(pack_dir) != seen:
                         break
                 continue
             if self._stopping.is_set():
