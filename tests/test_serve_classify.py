@@ -196,6 +196,21 @@ def test_a_body_over_the_limit_is_413_with_or_without_a_length(http):
     assert_problem(http.post("/v1/classify", content=chunks(), headers=JSON), 413, "payload-too-large")
 
 
+def test_a_client_that_goes_away_mid_body_is_not_an_error(svc, http):
+    import socket
+
+    with socket.create_connection(("127.0.0.1", svc.port)) as sock:
+        sock.sendall(b"POST /v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 1000\r\n\r\n{\"message\": ")
+    gone = {"endpoint": "/v1/classify", "method": "POST", "status": "499"}
+    deadline = time.monotonic() + 10
+    while metric(http.get("/metrics").text, "cleo_http_requests_total", **gone) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metric(http.get("/metrics").text, "cleo_http_requests_total", **gone) == 1
+    assert "the client went away" in svc.log and "Traceback" not in svc.log
+    assert post(http, "/v1/classify", {"message": "ok"}).status_code == 200
+
+
 def test_unknown_paths_and_methods(http):
     assert_problem(http.get("/v2/classify"), 404, "not-found")
     r = http.get("/v1/classify")

@@ -32,7 +32,7 @@ import uuid
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -535,6 +535,9 @@ class Frame:
 
         try:
             await self.app(scope, receive, send_framed)
+        except ClientDisconnect:
+            log.info("request %s: the client went away before sending the whole body", request_id)
+            answered["status"] = 499  # as nginx counts it: nobody was left to answer
         except Exception:
             log.exception("request %s: %s %s failed", request_id, scope.get("method"), scope.get("path"))
             if answered["seconds"] is None:

@@ -31,7 +31,8 @@ def request_schemas(settings) -> dict:
                        "convention), whose contents the classifier checks.",
         "oneOf": [
             {**text, "description": "an earlier user message"},
-            {"type": "object", "properties": {"role": {"enum": ["user", "assistant"]}, "content": {"type": "string"}}},
+            {"type": "object", "description": "a role-tagged turn; the classifier checks its members",
+             "examples": [{"role": "assistant", "content": "Hadley Commercial is the cheaper of the two."}]},
         ],
     }
     history = {
