@@ -130,5 +130,6 @@ def test_not_ready_until_a_pack_passes_then_patterns_that_run_out_of_time_are_co
             text = http.get("/metrics").text
             assert metric(text, "cleo_regex_timeouts_total", rule="correction.tried-both") == 1
             assert metric(text, "cleo_ready") == 1
+            assert metric(text, "cleo_pack_rejections_total") == 1  # the refusal at start still counts
     finally:
         svc.stop()

@@ -105,7 +105,8 @@ class _Live:
         rejections = CounterMetricFamily("cleo_pack_rejections", "Rule packs refused by the acceptance gate.")
         info = GaugeMetricFamily("cleo_pack_info", "The rule pack serving now.", labels=("pack", "version", "hash"))
         reloads.add_metric((), manager.reloads if manager is not None else 0)
-        rejections.add_metric((), manager.rejections if manager is not None else status.get("startup_rejections", 0))
+        # refusals before the first pack served count too, so the counter never goes down
+        rejections.add_metric((), status.get("startup_rejections", 0) + (manager.rejections if manager else 0))
         if manager is not None:
             pack = manager.pack
             info.add_metric((pack.name, pack.version, pack.content_hash), 1)
