@@ -37,6 +37,7 @@ COMMANDS = {
     "turn": ("turn_cmds", "turn", "Run turns end to end: classify, search, build context ([memory] extra)."),
     "demo": ("turn_cmds", "demo", "Build the sample memory and replay a sample conversation ([memory] extra)."),
     "relevance": ("turn_cmds", "relevance", "Sample traced retrievals for judging and score the judgments."),
+    "serve": ("serve_cmds", "serve", "Serve classify, turns and memory over HTTP (the serve extra)."),
 }
 
 

@@ -1,0 +1,105 @@
+"""``cleo-rules serve``: the HTTP service (a thin click layer over :mod:`cleo_rules.serve`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import importlib.util
+import logging
+import sys
+
+import click
+
+from ..errors import UsageError
+from ..serve.settings import DEFAULTS, Settings
+
+SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
+MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "sentence_transformers")
+
+
+def _missing(modules) -> list[str]:
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+def _limit(name: str, help: str, kind: Any = int, **kwargs):
+    return click.option(f"--{name.replace('_', '-')}", name, type=kind, default=DEFAULTS[name], show_default=True,
+                        help=help, **kwargs)
+
+
+@click.command()
+@click.option("--pack", default=None, metavar="DIR|NAME",
+              help="Rule pack directory or installed pack's name (default: the bundled cleo-en); watched for changes.")
+@click.option("--require", default=None, metavar="RANGE", help="Version range every pack must satisfy, e.g. '>=1.0,<2'.")
+@click.option("--memory", type=click.Path(file_okay=False), default=None, metavar="ROOT",
+              help="Memory root: ROOT/<tenant>/ is one store per tenant (default: no memory, classify only).")
+@click.option("--model", type=click.Path(exists=True, file_okay=False), default=None,
+              help="sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2).")
+@click.option("--host", default=DEFAULTS["host"], show_default=True,
+              help="Address to bind; anything but loopback needs --keys.")
+@click.option("--port", default=DEFAULTS["port"], show_default=True, type=click.IntRange(0, 65535))
+@click.option("--keys", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Key file (sha256 of each key and the tenants it may use); every /v1 request then needs "
+                   "'Authorization: Bearer KEY'.")
+@click.option("--new-key", default=None, metavar="TENANTS",
+              help="Make a key for TENANTS ('a,b' or '*'), append its hash to --keys FILE, print the key, exit.")
+@_limit("max_body_bytes", "Largest JSON body.", click.IntRange(1))
+@_limit("max_ingest_bytes", "Largest JSON Lines ingest body.", click.IntRange(1))
+@_limit("max_message_chars", "Longest message, and longest history string.", click.IntRange(1))
+@_limit("max_history", "Most history items.", click.IntRange(0))
+@_limit("max_batch", "Most items in one classify batch.", click.IntRange(1))
+@_limit("max_k", "Most results a turn may ask for.", click.IntRange(1))
+@_limit("request_timeout", "Seconds a batch or a turn may take (then 503).", click.FloatRange(min=0, min_open=True))
+@_limit("ingest_timeout", "Seconds an ingest may take (then 503; committed batches are kept).",
+        click.FloatRange(min=0, min_open=True))
+@_limit("queue", "Turns and ingests one tenant may have running or waiting; more get 503 with Retry-After.",
+        click.IntRange(1))
+@_limit("open_stores", "Idle tenant stores kept open (least recently used closed first).", click.IntRange(1))
+@_limit("watch_interval", "Seconds between polls of the pack directory (0: do not watch).", click.FloatRange(min=0))
+@_limit("drain_timeout", "Seconds to finish requests in flight on SIGTERM.", click.FloatRange(min=0, min_open=True))
+@click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every request.")
+def serve(pack, require, memory, model, host, port, keys, new_key, access_log, **limits):
+    """Serve classify, turns, memory, pack status, health and metrics over HTTP.
+
+    One process (run more behind a load balancer to scale out). With
+    --memory, ROOT/<tenant>/ is each tenant's store, opened on first use;
+    only an ingest creates one. Errors are application/problem+json; the
+    OpenAPI document is at /openapi.json. SIGTERM drains requests in flight
+    and closes the stores.
+
+    \b
+    Examples:
+      cleo-rules serve
+      cleo-rules serve --memory /srv/cleo-memory --keys keys.txt --host 0.0.0.0
+      cleo-rules serve --keys keys.txt --new-key acme,globex
+    """
+    from ..serve.keys import KeyRing
+
+    if new_key is not None:
+        if keys is None:
+            raise UsageError("--new-key needs --keys FILE to append the key's hash to")
+        key = KeyRing.append(keys, new_key)
+        click.echo(key)
+        click.echo(f"appended its hash to {keys}; the key itself is not stored, keep it now", err=True)
+        return
+    missing = _missing(SERVE_MODULES)
+    if missing:
+        raise UsageError(f"the service needs the serve extra ({', '.join(missing)} missing): "
+                         f"pip install 'cleo-rules[serve]'")
+    if memory is not None:
+        missing = _missing(MEMORY_MODULES)
+        if missing:
+            raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
+    try:
+        settings = Settings(pack=pack, require=require, memory=memory, model=model, host=host, port=port, keys=keys,
+                            access_log=access_log, **limits)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if pack is not None:
+        from ..pack.sources import resolve_pack
+
+        resolve_pack(pack)  # a pack that is not there at all is an error now, not a service that never gets ready
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ..serve import run
+
+    run(settings)

@@ -1,0 +1,66 @@
+"""``cleo-rules serve``: one HTTP service for assistant runtimes in any language.
+
+An ASGI application (Starlette, served by uvicorn) over the library: the
+classifier behind a hot-reloading :class:`~cleo_rules.PackManager`, turns
+against one memory store per tenant, keys that name the tenants they may
+use, problem+json errors, limits, readiness and Prometheus metrics. One
+process; scale out by running more behind a load balancer (pack reload,
+counters and the store cache are per process).
+
+::
+
+    from cleo_rules.serve import Settings, create_app, run
+    run(Settings(memory="/srv/cleo-memory", keys="/etc/cleo/keys", host="0.0.0.0"))
+
+The modules, each with one job:
+
+``settings``  the configuration and its limits; tenant names
+``keys``      API keys, stored hashed, and the tenants each may use
+``problems``  RFC 9457 problem details, one type per kind of error
+``validate``  reading request bodies: JSON shape and limits, the field at fault
+``tenants``   the tenants' stores: lazily opened, LRU-bounded, one thread each, one shared model
+``metrics``   the Prometheus registry of one app
+``openapi``   the OpenAPI document, built from the settings
+``app``       the endpoints and the middleware around them
+
+Needs the ``serve`` extra (``pip install 'cleo-rules[serve]'``); the
+memory store's dependencies only with ``--memory``. Importing this package
+imports neither Starlette nor torch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .settings import DEFAULTS, Settings, is_loopback
+
+__all__ = ["DEFAULTS", "Settings", "create_app", "run"]
+
+
+def create_app(settings: Settings | None = None):
+    """The ASGI app for ``settings`` (see :func:`cleo_rules.serve.app.create_app`)."""
+    from .app import create_app as _create
+
+    return _create(settings)
+
+
+def run(settings: Settings) -> None:
+    """Serve ``settings`` with uvicorn until SIGTERM or SIGINT, then drain and close.
+
+    Refuses (:class:`~cleo_rules.errors.UsageError`) to bind anything but
+    loopback without a key file. On SIGTERM the listening socket closes,
+    requests in flight finish (up to ``drain_timeout`` seconds), the pack
+    watcher stops and every store is closed with its indexes saved.
+    """
+    from ..errors import UsageError
+
+    if settings.keys is None and not is_loopback(settings.host):
+        raise UsageError(f"without --keys the service only binds loopback (127.0.0.1, ::1, localhost), not "
+                         f"{settings.host}; give --keys FILE to let other machines in")
+    import uvicorn
+
+    app = create_app(settings)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None,
+                            access_log=settings.access_log, lifespan="on",
+                            timeout_graceful_shutdown=math.ceil(settings.drain_timeout))
+    uvicorn.Server(config).run()

@@ -1,0 +1,266 @@
+"""The OpenAPI 3.1 document served at ``/openapi.json``.
+
+Built from the settings, so the limits it states (``maxLength``,
+``maxItems``, ``maximum``) are the ones the running service applies. The
+request schemas say exactly what :mod:`cleo_rules.serve.validate` accepts;
+a history item that is an object is passed to the classifier, which
+decides what it may hold.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from .problems import PROBLEM_TYPES, type_uri
+
+__all__ = ["document", "request_schemas"]
+
+REF = "#/components/schemas/"
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": REF + name}
+
+
+def request_schemas(settings) -> dict:
+    """The JSON Schemas of the request bodies, by component name."""
+    text = {"type": "string", "maxLength": settings.max_message_chars}
+    history_item = {
+        "description": "An earlier turn: a string is a user message; an object is a role-tagged turn "
+                       "{\"role\": \"user\" | \"assistant\", \"content\": str} (OpenAI and LangChain chat "
+                       "convention), whose contents the classifier checks.",
+        "oneOf": [
+            {**text, "description": "an earlier user message"},
+            {"type": "object", "description": "a role-tagged turn; the classifier checks its members",
+             "examples": [{"role": "assistant", "content": "Hadley Commercial is the cheaper of the two."}]},
+        ],
+    }
+    history = {
+        "description": "Earlier turns, oldest first; null or absent means none.",
+        "type": ["array", "null"],
+        "maxItems": settings.max_history,
+        "items": _ref("HistoryItem"),
+    }
+    return {
+        "HistoryItem": history_item,
+        "ClassifyRequest": {
+            "type": "object",
+            "required": ["message"],
+            "additionalProperties": False,
+            "properties": {"message": {**text, "description": "The user's message, as typed."},
+                           "history": _ref("History")},
+        },
+        "History": history,
+        "BatchRequest": {
+            "type": "object",
+            "required": ["items"],
+            "additionalProperties": False,
+            "properties": {"items": {"type": "array", "maxItems": settings.max_batch,
+                                     "description": "Each item is read as a ClassifyRequest; a bad item gets an "
+                                                    "error object in its place, the others are answered.",
+                                     "items": _ref("ClassifyRequest")}},
+        },
+        "TurnRequest": {
+            "type": "object",
+            "required": ["message"],
+            "additionalProperties": False,
+            "properties": {
+                "message": {**text, "description": "The user's message, as typed."},
+                "history": _ref("History"),
+                "k": {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_k,
+                      "description": f"Results to ask for (default {settings.default_k})."},
+            },
+        },
+    }
+
+
+def _response_schemas() -> dict:
+    nullable_str = {"type": ["string", "null"]}
+    return {
+        "Decision": {
+            "type": "object",
+            "description": "The classifier's decision, as `cleo-rules classify --jsonl` writes it.",
+            "required": ["kind", "rule", "span", "matched", "query", "anchor", "pack", "pack_version", "pack_hash",
+                         "note"],
+            "properties": {
+                "kind": {"enum": ["skip", "correction", "follow_up", "substantive"]},
+                "rule": nullable_str,
+                "span": {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                         "description": "[start, end) of the matched text in the message (code points)."},
+                "matched": nullable_str,
+                "query": {**nullable_str, "description": "What retrieval should search; null: nothing."},
+                "anchor": {**nullable_str, "description": "The earlier message combined into the query."},
+                "pack": {"type": "string"}, "pack_version": {"type": "string"}, "pack_hash": {"type": "string"},
+                "note": nullable_str,
+            },
+        },
+        "ItemError": {
+            "type": "object", "required": ["error"],
+            "properties": {"error": _ref("Problem")},
+        },
+        "BatchResponse": {
+            "type": "object", "required": ["results"],
+            "properties": {"results": {"type": "array", "items": {"oneOf": [_ref("Decision"), _ref("ItemError")]}}},
+        },
+        "Result": {
+            "type": "object",
+            "required": ["source", "id", "item", "title", "date", "text", "score"],
+            "properties": {
+                "source": {"enum": ["conversation", "document"]}, "id": {"type": "string"},
+                "item": {"type": "string"}, "title": {"type": "string"}, "date": {"type": "string"},
+                "text": {"type": "string"}, "score": {"type": "number"},
+            },
+        },
+        "TurnResponse": {
+            "type": "object",
+            "description": "One turn, as `cleo-rules turn --jsonl` writes it, and the id of its trace row.",
+            "required": ["kind", "rule", "query", "anchor", "results", "context", "trace_id"],
+            "properties": {
+                "kind": {"enum": ["skip", "correction", "follow_up", "substantive"]},
+                "rule": nullable_str, "query": nullable_str, "anchor": nullable_str,
+                "results": {"type": "array", "items": _ref("Result")},
+                "context": {"type": "string", "description": "The context block for the model."},
+                "note": {"type": "string"},
+                "trace_id": {"type": ["integer", "null"]},
+            },
+        },
+        "IngestReport": {
+            "type": "object",
+            "required": ["source", "lines", "added", "updated", "unchanged", "skipped", "problems", "seconds",
+                         "timings"],
+            "properties": {
+                "source": {"type": "string"},
+                **{n: {"type": "integer"} for n in ("lines", "added", "updated", "unchanged", "skipped")},
+                "problems": {"type": "array", "items": {"type": "object"}},
+                "seconds": {"type": "number"}, "timings": {"type": "object"},
+            },
+        },
+        "MemoryStats": {"type": "object", "required": ["conversations", "documents", "snippets", "passages"]},
+        "Deleted": {
+            "type": "object", "required": ["source", "id", "deleted"],
+            "properties": {"source": {"enum": ["conversation", "document"]}, "id": {"type": "string"},
+                           "deleted": {"const": True}},
+        },
+        "PackStatus": {
+            "type": "object",
+            "required": ["pack", "version", "hash", "path", "reloads", "rejections", "last_error", "watching"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "path": {"type": "string"}, "require": nullable_str, "reloads": {"type": "integer"},
+                "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
+            },
+        },
+        "Reloaded": {"allOf": [_ref("PackStatus"), {"type": "object", "required": ["reloaded"],
+                                                    "properties": {"reloaded": {"type": "boolean"}}}]},
+        "Ready": {
+            "type": "object", "required": ["ready", "pack", "memory", "model"],
+            "properties": {"ready": {"const": True}, "pack": _ref("PackStatus"), "memory": {"type": "boolean"},
+                           "model": {"enum": ["not used", "warm"]}},
+        },
+        "Problem": {
+            "type": "object",
+            "description": "RFC 9457 problem details. `field` names the request field at fault.",
+            "required": ["type", "title", "status", "detail"],
+            "properties": {
+                "type": {"enum": [type_uri(n) for n in PROBLEM_TYPES]},
+                "title": {"type": "string"}, "status": {"type": "integer"}, "detail": {"type": "string"},
+                "instance": {"type": "string"}, "request_id": {"type": "string"}, "field": {"type": "string"},
+            },
+        },
+    }
+
+
+def _problems(*statuses: int) -> dict:
+    described = {
+        400: "The body or a field is wrong (`field` names it).",
+        401: "No valid key.", 403: "The key does not cover this tenant.",
+        404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
+        422: "The pack on disk was rejected.",
+        503: "Not ready, queue full, or over the time limit (`Retry-After`).",
+    }
+    return {str(s): {"description": described[s],
+                     "content": {"application/problem+json": {"schema": _ref("Problem")}}} for s in statuses}
+
+
+def _json(schema: str) -> dict:
+    return {"application/json": {"schema": _ref(schema)}}
+
+
+def document(settings, *, keys: bool) -> dict:
+    """The OpenAPI document for a service started with ``settings``."""
+    try:
+        version = metadata.version("cleo-rules")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
+        version = "0"
+    auth = [401, 403] if keys else []
+    tenant = {"name": "tenant", "in": "path", "required": True,
+              "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"}}
+
+    def op(summary, *, body=None, ok, statuses, params=(), body_type="application/json", secured=True, query=()):
+        operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
+                                                       else {"description": "OK"}}}
+        operation["responses"].update(_problems(*sorted(set(statuses) | (set(auth) if secured else set()))))
+        if body is not None:
+            operation["requestBody"] = {"required": True, "content": {body_type: {"schema": body}}}
+        parameters = list(params) + list(query)
+        if parameters:
+            operation["parameters"] = parameters
+        if secured and keys:
+            operation["security"] = [{"bearer": []}]
+        elif not secured:
+            operation["security"] = []
+        return operation
+
+    paths = {
+        "/v1/classify": {"post": op("Classify one message", body=_ref("ClassifyRequest"), ok="Decision",
+                                    statuses=[400, 413, 415, 503])},
+        "/v1/classify/batch": {"post": op("Classify many messages, answered in order", body=_ref("BatchRequest"),
+                                          ok="BatchResponse", statuses=[400, 413, 415, 503])},
+        "/v1/tenants/{tenant}/turns": {"post": op(
+            "One turn end to end: classify, search the tenant's memory, build the context, trace it",
+            body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant], statuses=[400, 404, 413, 415, 503])},
+        "/v1/tenants/{tenant}/memory": {
+            "post": op("Ingest JSON Lines (the `memory ingest` format); creates the tenant's store",
+                       body={"type": "string", "description": "One conversation or document per line."},
+                       body_type="application/x-ndjson", ok="IngestReport", params=[tenant],
+                       query=[{"name": "strict", "in": "query", "schema": {"type": "boolean"},
+                               "description": "Reject the whole body if any line is malformed."}],
+                       statuses=[400, 404, 413, 415, 503]),
+            "get": op("What the tenant's store holds", ok="MemoryStats", params=[tenant], statuses=[400, 404, 503]),
+        },
+        "/v1/tenants/{tenant}/memory/{source}/{id}": {"delete": op(
+            "Delete a conversation or a document", ok="Deleted",
+            params=[tenant, {"name": "source", "in": "path", "required": True,
+                             "schema": {"enum": ["conversation", "document"]}},
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            statuses=[400, 404, 503])},
+        "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
+        "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
+                                       + (" (a key for every tenant, *)" if keys else ""),
+                                       ok="Reloaded", statuses=[422, 503])},
+        "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
+        "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm", ok="Ready",
+                              statuses=[503], secured=False)},
+        "/metrics": {"get": {"summary": "Prometheus metrics", "security": [],
+                             "responses": {"200": {"description": "Prometheus text format",
+                                                   "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+        "/openapi.json": {"get": {"summary": "This document", "security": [],
+                                  "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+        "/problems/{name}": {"get": {"summary": "What a problem type means", "security": [],
+                                     "parameters": [{"name": "name", "in": "path", "required": True,
+                                                     "schema": {"enum": sorted(PROBLEM_TYPES)}}],
+                                     "responses": {"200": {"description": "The problem type"},
+                                                   **_problems(404)}}},
+    }
+    components = {"schemas": {**request_schemas(settings), **_response_schemas()}}
+    if keys:
+        components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
+                                                    "description": "A key from the service's key file."}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "cleo-rules", "version": version,
+                 "description": "Decide, before retrieval, what an assistant with memory should search for on "
+                                "each user turn; run turns against each tenant's memory."},
+        "paths": paths,
+        "components": components,
+    }

@@ -1,0 +1,107 @@
+"""Errors as ``application/problem+json`` (RFC 9457).
+
+Every error the service answers is one JSON object with ``type``,
+``title``, ``status`` and ``detail``, plus ``instance`` (the request path)
+and ``request_id`` (also in the ``X-Request-ID`` header and in the log).
+A problem about one field of the request names it in ``field``, written as
+a client would reach it: ``message``, ``history[2]``, ``items[3].history``.
+
+``type`` is a relative URI, ``/problems/<name>``, that the service itself
+answers with the problem's description (see :data:`PROBLEM_TYPES`).
+"""
+
+from __future__ import annotations
+
+import json
+
+__all__ = ["PROBLEM_TYPES", "ServiceError", "problem_body", "type_uri"]
+
+MEDIA_TYPE = "application/problem+json"
+
+#: name -> (status, title, description): every kind of problem the service answers
+PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
+    "invalid-json": (400, "The body is not valid JSON",
+                     "The request body could not be read as one JSON document (UTF-8, no NaN or Infinity)."),
+    "invalid-request": (400, "A field of the request is wrong",
+                        "`field` names the field; `detail` says what it must be. The OpenAPI document at "
+                        "/openapi.json describes every request."),
+    "invalid-history": (400, "The history was refused",
+                        "History items are strings (earlier user messages) or {\"role\": \"user\" | \"assistant\", "
+                        "\"content\": str}, oldest first. `detail` is the classifier's own reason."),
+    "invalid-ingest": (400, "The ingest body has malformed lines",
+                       "With strict=true nothing is ingested when any line is malformed; `problems` lists each "
+                       "one with its line number."),
+    "unauthorized": (401, "A valid key is needed",
+                     "Send `Authorization: Bearer KEY` with a key from the service's key file."),
+    "forbidden": (403, "This key may not use that tenant",
+                  "The key names the tenants it may use; ask for a key that names this one."),
+    "not-found": (404, "Nothing is here", "No endpoint, tenant or item answers to this path."),
+    "unknown-tenant": (404, "No such tenant",
+                       "The tenant has no memory store yet. Only an ingest (POST /v1/tenants/{tenant}/memory) "
+                       "creates one."),
+    "method-not-allowed": (405, "Method not allowed", "The path exists but not with this method; see `Allow`."),
+    "payload-too-large": (413, "The body is too large",
+                          "The service's limit is in `detail`; split the request (or raise --max-body-bytes / "
+                          "--max-ingest-bytes)."),
+    "unsupported-media-type": (415, "Wrong content type",
+                               "JSON endpoints take `Content-Type: application/json`; an ingest takes JSON Lines "
+                               "(`application/x-ndjson`)."),
+    "pack-rejected": (422, "The rule pack was rejected",
+                      "The pack on disk did not pass the acceptance gate; the pack that was serving keeps "
+                      "serving. `problems` lists the reasons."),
+    "internal-error": (500, "Internal error",
+                       "Something failed inside the service. It is logged with `request_id`; report that id."),
+    "not-ready": (503, "Not ready yet",
+                  "The service is loading its rule pack or warming its embedding model. Retry after "
+                  "`Retry-After` seconds; GET /readyz tells when it is ready."),
+    "overloaded": (503, "Too many requests waiting",
+                   "This tenant's queue is full; the request was not started. Retry after `Retry-After` "
+                   "seconds."),
+    "timeout": (503, "The request took too long",
+                "The request ran past the service's time limit and was answered without a result. An ingest "
+                "keeps every batch it committed; ingesting the same lines again is idempotent."),
+}
+
+
+def type_uri(name: str) -> str:
+    return f"/problems/{name}"
+
+
+class ServiceError(Exception):
+    """A problem to answer: raised in a handler, turned into problem+json by the app.
+
+    ``name`` is a key of :data:`PROBLEM_TYPES`; ``extra`` adds members to
+    the problem object (``field``, ``problems``, ...); ``headers`` are sent
+    with it (``Retry-After``, ``WWW-Authenticate``, ``Allow``).
+    """
+
+    def __init__(self, name: str, detail: str, *, headers: dict | None = None, status: int | None = None, **extra):
+        super().__init__(detail)
+        default_status, title, _ = PROBLEM_TYPES[name]
+        self.name = name
+        self.status = status or default_status
+        self.title = title
+        self.detail = detail
+        self.headers = dict(headers or {})
+        self.extra = {k: v for k, v in extra.items() if v is not None}
+
+    def body(self, *, instance: str | None = None, request_id: str | None = None) -> dict:
+        return problem_body(self.name, self.detail, status=self.status, instance=instance, request_id=request_id,
+                            **self.extra)
+
+
+def problem_body(name: str, detail: str, *, status: int | None = None, instance: str | None = None,
+                 request_id: str | None = None, **extra) -> dict:
+    """The problem object for ``name``."""
+    default_status, title, _ = PROBLEM_TYPES[name]
+    body = {"type": type_uri(name), "title": title, "status": status or default_status, "detail": detail}
+    if instance is not None:
+        body["instance"] = instance
+    if request_id is not None:
+        body["request_id"] = request_id
+    body.update(extra)
+    return body
+
+
+def encode(body: dict) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

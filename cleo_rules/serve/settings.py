@@ -1,0 +1,114 @@
+"""What one service process is configured with: its pack, its memory, its keys and its limits.
+
+:class:`Settings` is a frozen value built by ``cleo-rules serve`` from its
+options (every limit's default is shown in ``--help``) or directly::
+
+    Settings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
+
+Nothing here imports Starlette, uvicorn or the memory store.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+__all__ = ["DEFAULTS", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
+
+#: A tenant's name: lower-case letters, digits, ``_`` and ``-``, 1 to 63
+#: characters, starting with a letter or digit. It is also the name of the
+#: tenant's directory under the memory root, so no name can leave it.
+TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+
+
+def valid_tenant(name) -> bool:
+    """Whether ``name`` is a well-formed tenant name."""
+    return isinstance(name, str) and TENANT_PATTERN.fullmatch(name) is not None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the service on this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One service process's configuration.
+
+    ``pack`` is a pack directory, an installed pack's name or None for the
+    bundled pack; ``require`` a version range every pack must satisfy.
+    ``memory`` is the root directory of the tenants' stores
+    (``ROOT/<tenant>/``), None for a service without memory; ``model`` a
+    sentence-transformers model directory (default: the bundled
+    all-MiniLM-L6-v2). ``keys`` is the key file (see
+    :mod:`cleo_rules.serve.keys`); without one, every request is let in,
+    which is why the service then binds loopback only.
+
+    Limits: ``max_body_bytes`` for JSON bodies, ``max_ingest_bytes`` for a
+    JSON Lines ingest body, ``max_message_chars`` for the message and each
+    history string, ``max_history`` items, ``max_batch`` items in one
+    classify batch, ``max_k`` results per turn (``default_k`` when the
+    request gives none). ``request_timeout`` seconds for a batch or a turn,
+    ``ingest_timeout`` for an ingest. ``queue`` turns and ingests may be
+    waiting or running for one tenant; more are answered 503 with
+    ``Retry-After``. ``open_stores`` idle stores stay open (least recently
+    used first out). ``watch_interval`` seconds between polls of the pack
+    directory (0: no watching). ``drain_timeout`` seconds to finish requests
+    in flight on SIGTERM.
+    """
+
+    pack: str | None = None
+    require: str | None = None
+    memory: Path | None = None
+    model: str | None = None
+    keys: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_body_bytes: int = 1 << 20
+    max_ingest_bytes: int = 32 << 20
+    max_message_chars: int = 10_000
+    max_history: int = 100
+    max_batch: int = 256
+    max_k: int = 100
+    default_k: int = 5
+    request_timeout: float = 10.0
+    ingest_timeout: float = 600.0
+    queue: int = 16
+    open_stores: int = 32
+    watch_interval: float = 1.0
+    drain_timeout: float = 30.0
+    access_log: bool = False
+
+    def __post_init__(self):
+        if self.memory is not None and not isinstance(self.memory, Path):
+            object.__setattr__(self, "memory", Path(self.memory))
+        if self.keys is not None and not isinstance(self.keys, Path):
+            object.__setattr__(self, "keys", Path(self.keys))
+        for name in ("max_body_bytes", "max_ingest_bytes", "max_message_chars", "max_batch", "max_k", "default_k",
+                     "queue", "open_stores"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if not isinstance(self.max_history, int) or self.max_history < 0:
+            raise ValueError(f"max_history must be a non-negative integer, not {self.max_history!r}")
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
+        for name in ("request_timeout", "ingest_timeout", "drain_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, not {getattr(self, name)!r}")
+        if self.watch_interval < 0:
+            raise ValueError(f"watch_interval must be 0 (off) or positive, not {self.watch_interval!r}")
+
+    def with_(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+
+#: Every setting's default, by name (what ``--help`` shows).
+DEFAULTS = {f.name: f.default for f in fields(Settings)}

@@ -1,0 +1,226 @@
+"""The tenants' memory stores: one directory each, opened lazily, kept in a bounded LRU.
+
+``ROOT/<tenant>/`` is one :class:`~cleo_rules.retrieval.MemoryStore`. A
+store is opened on first use and, like everything done with it, on the
+tenant's own thread: a store's SQLite connection belongs to the thread that
+opened it, and one thread per tenant also means a tenant's requests run one
+at a time, in order, while different tenants run side by side. At most
+``open_stores`` idle stores stay open; the least recently used idle one is
+closed (its indexes saved) when another has to open. A store busy with
+requests is never closed under them.
+
+Each tenant admits ``queue`` turns and ingests at a time, running or
+waiting; one more is refused at once with :class:`Overloaded` (the service
+answers 503 with ``Retry-After``), so a burst never piles up unbounded work.
+
+All tenants share one embedding model (:class:`SharedEmbedder`), loaded and
+warmed once per process. This module imports the memory store only when a
+store is opened, and torch only through the embedder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .settings import valid_tenant
+
+if TYPE_CHECKING:
+    from ..retrieval import MemoryStore
+
+log = logging.getLogger("cleo_rules.serve")
+
+__all__ = ["Overloaded", "RequestTimeout", "SharedEmbedder", "Tenants", "bounded"]
+
+DB_FILE = "memory.db"  # the store's database file: its presence is what makes a tenant known
+
+
+class Overloaded(Exception):
+    """The tenant's queue is full; nothing was started."""
+
+
+class RequestTimeout(Exception):
+    """Work ran past its time limit (raised instead of a ``TimeoutError`` the work itself might raise)."""
+
+
+async def bounded(future, timeout: float):
+    """The result of an asyncio ``future``, or :class:`RequestTimeout` after ``timeout`` seconds.
+
+    The future is cancelled on time-out: work not yet started is dropped,
+    work on a thread runs to its end.
+    """
+    done, _ = await asyncio.wait({future}, timeout=timeout)
+    if not done:
+        future.cancel()
+        raise RequestTimeout(timeout)
+    return future.result()
+
+
+class SharedEmbedder:
+    """One embedding model for every tenant's store, encoding one batch at a time.
+
+    Wraps a :class:`~cleo_rules.retrieval.embed.Embedder`; encoding is
+    serialised (the tokenizer is not safe to share between threads, and one
+    encode already keeps both cores busy).
+    """
+
+    def __init__(self, embedder):
+        self._embedder = embedder
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self):
+        return self._embedder.model_name
+
+    @property
+    def loaded(self) -> bool:
+        return self._embedder.loaded
+
+    @property
+    def dim(self) -> int:
+        return self._embedder.dim
+
+    def encode(self, texts):
+        with self._lock:
+            return self._embedder.encode(texts)
+
+    def warm(self) -> float:
+        """Load the model and run one encode; return the seconds it took."""
+        start = time.perf_counter()
+        self.encode(["warming up the embedding model"])
+        return time.perf_counter() - start
+
+
+class _Tenant:
+    """One tenant's store and the thread that owns it."""
+
+    __slots__ = ("name", "path", "executor", "store", "pending", "after")
+
+    def __init__(self, name: str, path: Path, after: Future | None):
+        self.name = name
+        self.path = path
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"cleo-tenant-{name}")
+        self.store: MemoryStore | None = None
+        self.pending = 0
+        self.after = after  # the previous store of this tenant, still closing
+
+
+class Tenants:
+    """Every tenant's store, opened on demand; used from the event loop's thread only.
+
+    ``embedder`` is shared by all stores (a :class:`SharedEmbedder`).
+    """
+
+    def __init__(self, root, embedder, *, open_stores: int = 32, queue: int = 16, store_options=None):
+        self.root = Path(root)
+        self.embedder = embedder
+        self.open_stores = int(open_stores)
+        self.queue = int(queue)
+        self.store_options = dict(store_options or {})
+        self._tenants: OrderedDict[str, _Tenant] = OrderedDict()
+        self._closing: dict[str, Future] = {}
+        self._closed = False
+
+    def path(self, name: str) -> Path:
+        if not valid_tenant(name):  # the router and the handlers check first; this is the last line
+            raise ValueError(f"not a tenant name: {name!r}")
+        return self.root / name
+
+    def exists(self, name: str) -> bool:
+        """Whether the tenant has a store (only an ingest creates one)."""
+        return name in self._tenants or (self.path(name) / DB_FILE).is_file()
+
+    @property
+    def open_count(self) -> int:
+        return sum(1 for t in self._tenants.values() if t.store is not None)
+
+    async def run(self, name: str, work, *, timeout: float):
+        """Run ``work(store)`` on the tenant's thread and return its result.
+
+        Opens (creating when missing) the store first if it is not open.
+        Raises :class:`Overloaded` at once when the tenant's queue is full,
+        and :class:`RequestTimeout` after ``timeout`` seconds (work already
+        running goes on to its end; work still waiting is dropped).
+        """
+        if self._closed:
+            raise RuntimeError("the tenants' stores are closed")
+        tenant = self._tenants.get(name)
+        if tenant is None:
+            tenant = self._tenants[name] = _Tenant(name, self.path(name), self._closing.pop(name, None))
+        self._tenants.move_to_end(name)
+        if tenant.pending >= self.queue:
+            raise Overloaded(name)
+        tenant.pending += 1
+        loop = asyncio.get_running_loop()
+        try:
+            future = tenant.executor.submit(self._call, tenant, work)
+        except BaseException:
+            tenant.pending -= 1
+            raise
+        future.add_done_callback(lambda _f: loop.call_soon_threadsafe(self._release, tenant))
+        self._evict()
+        return await bounded(asyncio.wrap_future(future), timeout)
+
+    def _call(self, tenant: _Tenant, work):
+        if tenant.store is None:
+            if tenant.after is not None:
+                try:
+                    tenant.after.result()  # the store this one replaces has saved and closed
+                except Exception:  # noqa: BLE001 - logged where it failed; the database is still the truth
+                    pass
+                tenant.after = None
+            from ..retrieval import MemoryStore
+
+            tenant.store = MemoryStore.open(tenant.path, embedder=self.embedder, **self.store_options)
+            log.info("opened the memory store of tenant %s", tenant.name)
+        return work(tenant.store)
+
+    def _release(self, tenant: _Tenant) -> None:
+        tenant.pending -= 1
+        self._evict()
+
+    def _evict(self) -> None:
+        """Close least recently used idle stores while more than ``open_stores`` are held."""
+        excess = len(self._tenants) - self.open_stores
+        if excess <= 0:
+            return
+        for name, tenant in list(self._tenants.items()):
+            if excess <= 0:
+                break
+            if tenant.pending:
+                continue
+            del self._tenants[name]
+            self._closing[name] = self._close(tenant)
+            excess -= 1
+
+    def _close(self, tenant: _Tenant) -> Future:
+        def close():
+            if tenant.store is not None:
+                try:
+                    tenant.store.close()
+                    log.info("closed the memory store of tenant %s", tenant.name)
+                finally:
+                    tenant.store = None
+
+        future = tenant.executor.submit(close)
+        tenant.executor.shutdown(wait=False)
+        return future
+
+    def close_all(self) -> int:
+        """Close every store after the work already queued for it (blocking); return how many were open."""
+        self._closed = True
+        open_now = self.open_count
+        futures = [self._close(t) for t in self._tenants.values()]
+        self._tenants.clear()
+        for future in futures + list(self._closing.values()):
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 - one store failing to save must not keep the others open
+                log.exception("a memory store failed to close cleanly")
+        return open_now

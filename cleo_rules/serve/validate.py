@@ -1,0 +1,145 @@
+"""Reading request bodies: JSON shape and limits, with the field at fault named.
+
+These checks are the JSON shape of a request and the service's limits, and
+nothing more: what a history item *means* (a user message, a role-tagged
+turn) is the library's business. The rules here are the ones the OpenAPI
+document states (:mod:`cleo_rules.serve.openapi`); a test holds the two to
+each other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .problems import ServiceError
+
+__all__ = ["history_error", "parse_json", "read_classify", "read_turn"]
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not allowed in JSON")
+
+
+def parse_json(raw: bytes):
+    """The JSON document in ``raw``; a 400 ``invalid-json`` problem when it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ServiceError("invalid-json", f"the body is not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ServiceError("invalid-json", f"the body is not valid JSON: {exc.msg} at line {exc.lineno} "
+                                           f"column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ServiceError("invalid-json", f"the body is not valid JSON: {exc}") from None
+
+
+def _bad(field: str, detail: str) -> ServiceError:
+    return ServiceError("invalid-request", detail, field=field or None)
+
+
+def _type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _object(body, field: str, allowed: tuple[str, ...]) -> dict:
+    if not isinstance(body, dict):
+        raise _bad(field, f"{field or 'the body'} must be a JSON object, not {_type(body)}")
+    for key in body:
+        if key not in allowed:
+            where = f"{field}.{key}" if field else key
+            raise _bad(where, f"unknown field {key!r}; {field or 'the body'} takes {', '.join(allowed)}")
+    return body
+
+
+def _message(body: dict, field: str, max_chars: int) -> str:
+    where = f"{field}.message" if field else "message"
+    if "message" not in body:
+        raise _bad(where, "message is required: the user's message, a string")
+    message = body["message"]
+    if not isinstance(message, str):
+        raise _bad(where, f"message must be a string, not {_type(message)}")
+    if len(message) > max_chars:
+        raise _bad(where, f"message is {len(message)} characters; the limit is {max_chars}")
+    return message
+
+
+def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
+    where = f"{field}.history" if field else "history"
+    history = body.get("history")
+    if history is None:
+        return []
+    if not isinstance(history, list):
+        raise _bad(where, f"history must be an array of earlier messages, oldest first, not {_type(history)}")
+    if len(history) > max_items:
+        raise _bad(where, f"history has {len(history)} items; the limit is {max_items}")
+    for n, item in enumerate(history):
+        if isinstance(item, str):
+            if len(item) > max_chars:
+                raise _bad(f"{where}[{n}]", f"history[{n}] is {len(item)} characters; the limit is {max_chars}")
+        elif not isinstance(item, dict):
+            raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {_type(item)}")
+    return history
+
+
+def read_classify(body, settings, field: str = "") -> tuple[str, list]:
+    """``(message, history)`` from a classify request (or one batch item at ``field``)."""
+    body = _object(body, field, ("message", "history"))
+    return _message(body, field, settings.max_message_chars), _history(body, field, settings.max_history,
+                                                                       settings.max_message_chars)
+
+
+def read_turn(body, settings) -> tuple[str, list, int]:
+    """``(message, history, k)`` from a turn request."""
+    body = _object(body, "", ("message", "history", "k"))
+    message = _message(body, "", settings.max_message_chars)
+    history = _history(body, "", settings.max_history, settings.max_message_chars)
+    k = body.get("k")
+    if k is None:
+        k = settings.default_k
+    elif isinstance(k, float) and k.is_integer():
+        k = int(k)  # JSON does not tell 5 from 5.0
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {_type(body.get('k'))}")
+    if not 1 <= k <= settings.max_k:
+        raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {k}")
+    return message, history, k
+
+
+def read_batch(body, settings) -> list:
+    """The ``items`` of a classify batch (each one still to be read by :func:`read_classify`)."""
+    body = _object(body, "", ("items",))
+    if "items" not in body:
+        raise _bad("items", "items is required: an array of {\"message\", \"history\"} objects")
+    items = body["items"]
+    if not isinstance(items, list):
+        raise _bad("items", f"items must be an array, not {_type(items)}")
+    if len(items) > settings.max_batch:
+        raise _bad("items", f"items has {len(items)} entries; the limit is {settings.max_batch}")
+    return items
+
+
+_HISTORY_ITEM = re.compile(r"history\[\d+\]")
+
+
+def history_error(exc: Exception, field: str = "") -> ServiceError:
+    """The library's ``TypeError``/``ValueError`` about a history, as a 400 naming the field.
+
+    The field is the item the library's message names (``history[2]``), else
+    the whole ``history``; the detail is the library's own message.
+    """
+    named = _HISTORY_ITEM.search(str(exc))
+    where = named.group(0) if named else "history"
+    return ServiceError("invalid-history", str(exc), field=f"{field}.{where}" if field else where)
