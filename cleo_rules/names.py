@@ -69,8 +69,10 @@ _CAPS_WORD = re.compile(r"[A-Z]{2,}")
 
 
 def _shouted(text: str) -> bool:
-    """Whether ``text`` is typed in capitals throughout: two words or more and no lower-case letter."""
-    return not any(ch.islower() for ch in text) and len(_CAPS_WORD.findall(text)) >= 2
+    """Whether ``text`` is typed in capitals throughout: no lower-case letter, and more than one
+    acronym's worth of capitals (a reply that is just "BBC" still names the BBC)."""
+    return not any(ch.islower() for ch in text) and bool(_CAPS_WORD.search(text)) and \
+        sum(ch.isalpha() for ch in text) > 4
 
 
 def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_words=frozenset(),
