@@ -106,9 +106,10 @@ def _split_source(source: str) -> Location:
 
 def _case_finding(label: str, outcome, rule_ref: RuleRef | None) -> Finding:
     case = outcome.case
-    what = {"FN": "a miss", "FP": "a wrong hit", "KIND": "the wrong kind", "QUERY": "the wrong query"}.get(label, label)
+    what = {"FN": "a miss", "FP": "a wrong hit", "KIND": "the wrong kind", "QUERY": "the wrong query",
+            "REF": "the wrong referent"}.get(label, label)
     detail = f"{outcome.expected()}, {outcome.got()}"
-    queries = [r for r in outcome.reasons if r.startswith("query")]
+    queries = [r for r in outcome.reasons if r.startswith(("query", "referent"))]
     if queries:
         detail += "; " + "; ".join(queries)
     message = f"corpus case {case.id} {json.dumps(case.message, ensure_ascii=False)}: {detail}"
@@ -145,7 +146,7 @@ def from_report(report, rules: list[RuleRef]) -> list[Finding]:
 
 
 def rule_refs(pack) -> list[RuleRef]:
-    return [RuleRef(r.id, r.kind, r.file, r.line) for r in pack.rules]
+    return [RuleRef(r.id, r.kind, r.file, r.line) for r in pack.rules + pack.referent_rules]
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------

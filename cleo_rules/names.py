@@ -17,7 +17,9 @@ A capitalised word that starts a sentence names something only when it is not
 a common English word (the pack's lexicon set ``common``, built from wordfreq):
 "Generally" and "Injuries" do not, "Potclays" does. Function words that only
 look like names ("I", "I'm") never do. Numbers with a unit and quoted titles
-are read by the referent finder, not here.
+are read by the referent finder, not here. A text typed in capitals
+throughout ("WHEN DID THE BAND FORM?") shows no capitalisation to read: only
+the lexicon's proper nouns name something there.
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ def _bare(word: str) -> str:
 
 
 _LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z][a-z]+(?![\w'\u2019-])")
+_CAPS_WORD = re.compile(r"[A-Z]{2,}")
+
+
+def _shouted(text: str) -> bool:
+    """Whether ``text`` is typed in capitals throughout: no lower-case letter, and more than one
+    acronym's worth of capitals (a reply that is just "BBC" still names the BBC)."""
+    return not any(ch.islower() for ch in text) and bool(_CAPS_WORD.search(text)) and \
+        sum(ch.isalpha() for ch in text) > 4
 
 
 def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_words=frozenset(),
@@ -79,6 +89,12 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
     there, "Injuries continued..." names nothing. A word typed in lower case is
     a name when it is in ``proper`` (the lexicon's proper nouns: "leeds").
     """
+    if _shouted(text):
+        lowered = text.lower()
+        if not proper or len(lowered) != len(text):
+            return []
+        return [NameSpan(text[m.start():m.end()], m.start(), m.end(), _starts_sentence(text, m.start()))
+                for m in _LOWER_WORD.finditer(lowered) if m.group() in proper]
     out: list[NameSpan] = []
     for m in _RUN.finditer(text):
         words = m.group().split()

@@ -92,7 +92,8 @@ def test_clean_pack_junit_has_one_passing_case_per_rule(repo):
     assert result.exit_code == 0
     suite = junit(result.stdout)
     cases = {c.name: c for c in suite}
-    assert set(cases) == {r.id for r in BUNDLED.rules} | {"(pack)", "(corpus)"}
+    assert set(cases) == {r.id for r in BUNDLED.rules + BUNDLED.referent_rules} | {"(pack)", "(corpus)"}
+    assert cases["referent.position"].classname == "cleo-en.referent"
     assert all(c.is_passed for c in cases.values())
     assert suite.tests == len(cases) and suite.failures == 0
     case = cases["correction.already-tried"]

@@ -13,7 +13,7 @@ from cleo_rules.corpus import check_corpus
 from cleo_rules.corpus.model import CROSS, HAND
 
 PACK = load_pack(check_examples=False)
-RULES = [r.id for r in PACK.rules]
+RULES = [r.id for r in PACK.rules + PACK.referent_rules]
 
 
 @pytest.fixture(scope="module")

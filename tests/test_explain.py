@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.explain import PREFILTERED, Recorder
-from cleo_rules.pack.compile import Pack, PatternRule, VocabSet
+from cleo_rules.pack.compile import Pack, PatternRule, VocabSet, example_case
 from cleo_rules.text import normalize
 
 PACK = load_pack()
@@ -21,15 +21,26 @@ ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 RULES = len(PACK.corrections) + len(PACK.follow_ups)
 
 
+EARLY = [r for r in PACK.follow_ups if not r.after_vocabulary]
+LATE = [r for r in PACK.follow_ups if r.after_vocabulary]  # tried after the vocabulary test
+
+
 def by_rule(ex):
     return {a.rule: a for a in ex.attempts if a.rule is not None}
+
+
+def vocabulary_attempt(ex):
+    (attempt,) = [a for a in ex.attempts if a.stage == "vocabulary"]
+    return attempt
 
 
 def test_every_rule_is_listed_in_the_order_it_is_applied():
     ex = PACK.explain("Not that one, the other one.", [ANCHOR])
     assert [a.stage for a in ex.attempts] == (["length"] + ["correction"] * len(PACK.corrections)
-                                              + ["follow_up"] * len(PACK.follow_ups) + ["vocabulary"])
-    assert [a.rule for a in ex.attempts[1:-1]] == [r.id for r in PACK.corrections + PACK.follow_ups]
+                                              + ["follow_up"] * len(EARLY) + ["vocabulary"]
+                                              + ["follow_up"] * len(LATE))
+    assert [a.rule for a in ex.attempts if a.stage in ("correction", "follow_up")] == \
+        [r.id for r in PACK.corrections + PACK.follow_ups]
     assert ex.decision == PACK.classify("Not that one, the other one.", [ANCHOR])
     assert ex.to_dict()["decision"]["kind"] == "correction"
 
@@ -47,8 +58,8 @@ def test_spans_are_in_the_users_own_text():
 def test_a_vocabulary_follow_up_reports_the_decisions_span():
     message = "  \uff39\uff45\uff53,  go with the second one!"   # full-width "Yes"
     ex = PACK.explain(message, [ANCHOR])
-    vocabulary = ex.attempts[-1]
-    assert (vocabulary.stage, vocabulary.fired, vocabulary.rule) == ("vocabulary", True, "vocab.choice")
+    vocabulary = vocabulary_attempt(ex)
+    assert (vocabulary.fired, vocabulary.rule) == (True, "vocab.choice")
     assert vocabulary.span == ex.decision.span == (8, 15)
     assert vocabulary.matched == ex.decision.matched == message[8:15] == "go with"
 
@@ -56,13 +67,14 @@ def test_a_vocabulary_follow_up_reports_the_decisions_span():
 def test_rules_the_prefilter_rules_out_are_listed_as_not_tried():
     message = "Find me a dentist near Mission Street."
     ex = PACK.explain(message)
-    assert ex.attempts[-1].tried  # the walk went as far as the vocabulary test
+    assert vocabulary_attempt(ex).tried  # the walk went as far as the vocabulary test
     candidates = set(PACK.matcher._index.candidates(normalize(message)))
-    for index, attempt in enumerate(ex.attempts[1:-1]):
+    patterns = [a for a in ex.attempts if a.stage in ("correction", "follow_up")]
+    for index, attempt in enumerate(patterns):
         assert attempt.tried == (index in candidates), attempt
         if not attempt.tried:
             assert (attempt.fired, attempt.note) == (False, PREFILTERED)
-    assert not all(a.tried for a in ex.attempts[1:-1])
+    assert not all(a.tried for a in patterns)
 
 
 def test_after_the_deciding_rule_nothing_is_tried():
@@ -78,16 +90,23 @@ def test_a_long_message_stops_before_the_follow_ups():
     ex = PACK.explain(message)
     assert ex.decision.kind == "substantive" and len(ex.words) == 13
     follow = [a for a in ex.attempts if a.stage in ("follow_up", "vocabulary")]
-    assert follow and all(a.note == "not tried: 13 words; follow-ups have at most 12" for a in follow)
+    # a rule that takes longer messages (max_words) keeps the walk going: the others that match are refused
+    assert follow and all(a.note == "not tried: 13 words; follow-ups have at most 12" or
+                          a.note == "matched, but the message has 13 words and this rule takes at most 12"
+                          for a in follow)
+    assert not any(a.fired for a in follow) and not vocabulary_attempt(ex).tried
 
 
 def test_a_topic_bound_that_refuses_a_match_is_shown_with_its_counts():
     refused = []
     for rule in PACK.follow_ups:
-        if rule.topic_bounded:
-            for message in rule.examples + rule.counterexamples:
-                attempt = by_rule(PACK.explain(message))[rule.id]
-                if attempt.tried and attempt.matched is not None and not attempt.fired:
+        # (a guarded rule may be refused by its guard, a long message by its length, first)
+        if rule.topic_bounded and not rule.guarded and not rule.requires_antecedent and rule.max_words is None:
+            for item in rule.examples + rule.counterexamples:
+                message, history = example_case(item)
+                ex = PACK.explain(message, history)
+                attempt = by_rule(ex)[rule.id]
+                if len(ex.words) <= PACK.settings.max_follow_up_words and attempt.tried and attempt.matched is not None and not attempt.fired:
                     refused.append((rule, message, attempt))
     assert refused, "no example of a topic-bounded rule is refused for its topic words"
     for rule, message, attempt in refused:
@@ -96,15 +115,16 @@ def test_a_topic_bound_that_refuses_a_match_is_shown_with_its_counts():
             assert f"at most {rule.max_content_words}" in attempt.note
         assert message[attempt.span[0]:attempt.span[1]] == attempt.matched
         ex = PACK.explain(message)
-        if ex.decision.kind == "substantive":  # the cover was worked out whole: every topic word is named
-            assert ex.attempts[-1].note.startswith("words not in the vocabulary: ")
+        if ex.decision.kind == "substantive" and vocabulary_attempt(ex).tried:
+            # the cover was worked out whole: every topic word is named
+            assert vocabulary_attempt(ex).note.startswith("words not in the vocabulary: ")
 
 
 def test_the_vocabulary_test_names_the_word_it_stopped_at():
     ex = PACK.explain("Brightline quote for the van")
     assert ex.decision.kind == "substantive"
-    assert ex.attempts[-1].note == "word not in the vocabulary: brightline (the test stops at the first)"
-    assert PACK.explain("Hmm, well, um, actually, maybe.").attempts[-1].note == "only filler words"
+    assert vocabulary_attempt(ex).note == "word not in the vocabulary: brightline (the test stops at the first)"
+    assert vocabulary_attempt(PACK.explain("Hmm, well, um, actually, maybe.")).note == "only filler words"
 
 
 def test_a_skip_lists_the_length_test_alone():

@@ -10,6 +10,7 @@ import pytest
 
 from cleo_rules import Decision, load_pack
 from cleo_rules.prefilter import LiteralIndex
+from cleo_rules.pack.compile import example_case
 
 ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 
@@ -161,7 +162,8 @@ def _messages():
     pack = load_pack()
     out = []
     for rule in pack.follow_ups + pack.corrections:
-        out.extend(rule.examples + rule.counterexamples + tuple(getattr(rule, "request_forms", ())))
+        out.extend(example_case(e)[0] for e in rule.examples + rule.counterexamples
+                   + tuple(getattr(rule, "request_forms", ())))
     for vset in pack.vocab_sets:
         out.extend(vset.examples)
     out += ["What is it?", "Is it cheaper?", "what about the other ones", "That one.", "And the price?",

@@ -57,9 +57,6 @@ def test_skip_iff_under_ten_characters_after_stripping(message):
 
 
 def _variants(message: str):
-    yield message.upper()
-    yield message.lower()
-    yield message.title()
     yield "  " + message.replace(" ", "   ") + " \n"
     yield message.replace(" ", "\u00a0")
     yield message.replace("'", "\u2019")
@@ -69,11 +66,20 @@ def _variants(message: str):
 @SETTINGS
 @given(CHAT)
 def test_case_space_and_apostrophe_variants_get_the_same_kind(message):
+    """Spacing and apostrophes never change the kind; nor does case, between texts that show no capitals.
+
+    Capitals as typed are read as names ("how did Aretha Franklin get her first
+    record deal?" names its own subject), so a title-cased variant may rightly
+    differ; a text in lower case and the same text in capitals throughout both
+    show none.
+    """
     assume(len(message.strip()) >= 10)
     kind = PACK.classify(message).kind
     for variant in _variants(message):
         if len(variant.strip()) >= 10:
             assert PACK.classify(variant).kind == kind, variant
+    if sum(1 for w in message.split() if sum(ch.isalpha() for ch in w) >= 2) >= 2:
+        assert PACK.classify(message.upper()).kind == PACK.classify(message.lower()).kind, message
 
 
 def test_known_variants():

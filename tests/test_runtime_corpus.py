@@ -44,10 +44,11 @@ def greedy_rule() -> tuple[str, str]:
     """
     from cleo_rules import load_pack
     from cleo_rules.corpus.run import load_cases
+    from cleo_rules.pack.compile import example_case
     from cleo_rules.text import normalize
 
     pack = load_pack()
-    known = {normalize(t) for r in pack.rules
+    known = {normalize(example_case(t)[0]) for r in pack.rules
              for t in r.examples + r.counterexamples + tuple(getattr(r, "request_forms", ()))}
     cases, *_ = load_cases(CORPUS)
     message = next(c.message for c in cases

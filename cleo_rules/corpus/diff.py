@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..text import normalize
 from .generate import generate
-from .model import Case, CorpusError
+from .model import Case, CorpusError, history_item, plain
 from .run import Evaluator, default_corpus_dir, load_cases
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Change:
 
     def to_dict(self) -> dict:
         c = self.case
-        d = {"id": c.id, "message": c.message, "history": list(c.history), "source": c.source,
+        d = {"id": c.id, "message": c.message, "history": [plain(h) for h in c.history], "source": c.source,
              "verdict": self.verdict, "old": self.old.to_dict(), "new": self.new.to_dict()}
         if self.expected:
             d["expected"] = {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules)}
@@ -140,9 +140,9 @@ def _side_by_side(ch: Change, width: int = 44) -> list[str]:
     head = f"{ch.verdict.upper():<8}{c.id}  {json.dumps(c.message, ensure_ascii=False)}"
     lines = [head]
     if c.history:
-        lines.append(f"  {'history':<10}{json.dumps(list(c.history), ensure_ascii=False)}")
+        lines.append(f"  {'history':<10}{json.dumps([plain(h) for h in c.history], ensure_ascii=False)}")
     if ch.expected:
-        lines.append(f"  {'expected':<10}{c.expect}" + (f" by {c.rule}" if c.rule else "")
+        lines.append(f"  {'expected':<10}{c.expect or 'any kind'}" + (f" by {c.rule}" if c.rule else "")
                      + (f", not {', '.join(c.not_rules)}" if c.not_rules else ""))
     rows = [("", "old", "new"), ("kind", ch.old.kind, ch.new.kind), ("rule", _cell(ch.old.rule), _cell(ch.new.rule)),
             ("query", _cell(ch.old.query), _cell(ch.new.query))]
@@ -218,7 +218,10 @@ def pack_dir(spec: str):
 
 
 def read_jsonl(path) -> list[Case]:
-    """Messages from a JSON Lines file: ``{"message": str, "history": [str], "id": any}`` or a JSON string."""
+    """Messages from a JSON Lines file: ``{"message": str, "history": [...], "id": any}`` or a JSON string.
+
+    History items are strings (user messages) or ``{"role": "user" | "assistant", "content": str}``.
+    """
     out = []
     shown = str(path)
     try:
@@ -237,11 +240,17 @@ def read_jsonl(path) -> list[Case]:
         if not isinstance(item, dict) or not isinstance(item.get("message"), str):
             raise UsageError(f"{shown}:{number}: each line must be a JSON string or an object with a \"message\" string")
         hist = item.get("history") or []
-        if not isinstance(hist, list) or not all(isinstance(h, str) for h in hist):
-            raise UsageError(f"{shown}:{number}: \"history\" must be a list of strings")
+        if not isinstance(hist, list):
+            raise UsageError(f"{shown}:{number}: \"history\" must be a list of strings or {{\"role\", \"content\"}}")
+        turns = []
+        for j, h in enumerate(hist):
+            try:
+                turns.append(history_item(h))
+            except ValueError as exc:
+                raise UsageError(f"{shown}:{number}: history[{j}]: {exc}") from None
         ident = item.get("id")
         out.append(Case(id=str(ident) if ident is not None else f"{Path(shown).name}:{number}",
-                        message=item["message"], expect="", history=tuple(hist), group="",
+                        message=item["message"], expect=None, history=tuple(turns), group="",
                         generated=False, source=f"{shown}:{number}"))
     return out
 
@@ -268,7 +277,7 @@ def diff_packs(old, new, *, corpus_dir=None, jsonl=(), old_label="old", new_labe
     def add(cases, expected):
         count = 0
         for c in cases:
-            key = (normalize(c.message), c.history)
+            key = (normalize(c.message), json.dumps([plain(h) for h in c.history], ensure_ascii=False))
             if key in seen:
                 continue
             seen.add(key)

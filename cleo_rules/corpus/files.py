@@ -21,7 +21,7 @@ import yaml
 from ..errors import Problem
 from ..pack.load import load_yaml, pointer_join
 from ..pack.validate import schema_problems
-from .model import CROSS, HAND, KINDS, Case, problem
+from .model import CROSS, HAND, KINDS, Case, history_item, plain, problem
 
 GENERATED_DIR = "generated"
 CROSS_FILE = "_cross-rule.yaml"
@@ -62,13 +62,17 @@ def _q(value) -> str:
 
 def case_line(case: Case) -> str:
     """One case on one line: a JSON object, which is also a YAML flow mapping."""
-    d: dict[str, object] = {"id": case.id, "message": case.message, "expect": case.expect}
+    d: dict[str, object] = {"id": case.id, "message": case.message}
+    if case.expect is not None:
+        d["expect"] = case.expect
     if case.rule:
         d["rule"] = case.rule
     if case.not_rules:
         d["not"] = case.not_rules[0] if len(case.not_rules) == 1 else list(case.not_rules)
     if case.history:
-        d["history"] = list(case.history)
+        d["history"] = [plain(h) for h in case.history]
+    if case.has_referent:
+        d["referent"] = case.referent
     return "  - " + json.dumps(d, ensure_ascii=False)
 
 
@@ -211,23 +215,36 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool) -> tupl
         bad.append("`id` (a string)")
     if not isinstance(msg, str):
         bad.append("`message` (a string)")
-    if expect not in KINDS:
+    if expect is not None and expect not in KINDS or expect is None and "referent" not in item \
+            and not item.get("not"):
         bad.append(f"`expect` (one of {', '.join(KINDS)})")
-    if bad or not isinstance(cid, str) or not isinstance(msg, str) or not isinstance(expect, str):
+    referent = item.get("referent")
+    if "referent" in item and referent is not None and not isinstance(referent, str):
+        bad.append("`referent` (a string, or null for none)")
+    if bad or not isinstance(cid, str) or not isinstance(msg, str):
         return None, [problem("E211", f"case {cid or '#' + pointer.rsplit('/', 1)[-1]} lacks " + ", ".join(bad),
                               shown, line, 1, pointer=pointer, help=help, rank=2)]
     nots = item.get("not") or ()
     if isinstance(nots, str):
         nots = (nots,)
     history = item.get("history") or ()
-    if isinstance(history, str):
+    if isinstance(history, (str, dict)):
         history = (history,)
+    turns = []
+    for j, h in enumerate(history if isinstance(history, list | tuple) else ()):
+        try:
+            turns.append(history_item(h))
+        except ValueError as exc:
+            return None, [problem("E211", f"case {cid}: history[{j}]: {exc}", shown, line, 1,
+                                  pointer=pointer_join(pointer_join(pointer, "history"), j), help=help, rank=2)]
     rule = item.get("rule")
-    return Case(id=cid, message=msg, expect=expect, rule=rule if isinstance(rule, str) else None,
-                not_rules=tuple(str(n) for n in nots), history=tuple(str(h) for h in history),
+    return Case(id=cid, message=msg, expect=expect if isinstance(expect, str) else None,
+                rule=rule if isinstance(rule, str) else None,
+                not_rules=tuple(str(n) for n in nots), history=tuple(turns),
                 anchor=item.get("anchor") if isinstance(item.get("anchor"), str) else None,
                 query=item.get("query") if isinstance(item.get("query"), str) else None,
-                group=HAND, generated=generated, source=f"{shown}:{line}"), []
+                group=HAND, generated=generated, source=f"{shown}:{line}",
+                referent=referent if isinstance(referent, str) else None, has_referent="referent" in item), []
 
 
 def _read_hand(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]]:

@@ -11,6 +11,20 @@ For every rule, three lists of templates (see :mod:`.template` for the syntax):
     each expansion must not fire the rule and must be a ``follow_up``: for a
     correction, the request forms of its verbs ("try that one").
 
+A template may also be a conversation: ``{message, history, referent}``, each
+a template (``history`` a list of strings, the user's turns, or ``{role,
+content}``), expanded together (:meth:`.template.Grammar.compile_joint`: a slot
+named in two of them takes one filler in both). Its cases carry that history.
+
+A referent rule (a ``referents`` file) has two lists: ``positive``
+conversations, whose ``referent`` the rule must find (the message a
+``follow_up``), and ``negative`` ones, in which it must find nothing.
+
+A rule's own examples and counterexamples that are conversations (``{message,
+history}`` mappings: every referent rule's, and those of rules that need one,
+such as a definite description's antecedent) become cases of the rule too:
+positives (``e-``) and negatives (``x-``; any kind, the rule must not fire).
+
 The slots file may add cross-rule cases (``cross: {substantive: [...], skip:
 [...]}``): messages that belong to no rule and must get that kind.
 
@@ -33,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,10 +57,10 @@ from ..errors import Problem
 from ..pack.load import MANIFEST, load_yaml, pointer_join
 from ..text import normalize
 from .files import display
-from .model import CROSS, Case, CorpusError
-from .template import Grammar, TemplateError, clean
+from .model import CROSS, Case, CorpusError, Turn, history_item
+from .template import Grammar, TemplateError, clean, clean_lines, split_joint
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 ENUM_CAP = 2000          # a template with more expansions than this is sampled ...
 SAMPLE = 400             # ... this many, seeded, before ranking
 DEFAULT_LIMIT = 40       # cases per template list when neither the rule nor the slots file says
@@ -57,6 +72,11 @@ LISTS = (
     ("positive", "p", None),
     ("negative", "n", "substantive"),
     ("request", "r", "follow_up"),
+)
+# a referent rule's lists: conversations whose referent it finds, and in which it finds none
+REFERENT_LISTS = (
+    ("positive", "p", "follow_up"),
+    ("negative", "n", None),
 )
 CROSS_LISTS = (
     ("substantive", "s"),
@@ -88,6 +108,61 @@ class SlotsSpec:
 
 def rule_kind(rule) -> str:
     return "follow_up" if rule.kind == "vocabulary" else rule.kind
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What a conversation template or example adds to its message: the history, and the referent to find."""
+
+    history: tuple = ()
+    referent: str | None = None
+
+
+def _conversation_parts(template) -> tuple[list[str], list[str | None], bool]:
+    """A conversation template as ``(templates, roles, has_referent)``: message, each turn, then the referent.
+
+    ``roles`` is None for the message and the referent, ``"user"`` for a
+    plain-string turn, else the turn's role. Raises :class:`TemplateError`
+    when the mapping is malformed.
+    """
+    message = template.get("message")
+    if not isinstance(message, str) or not message:
+        raise TemplateError("a conversation template needs a `message` template",
+                            "write {message: \"...\", history: [...]}")
+    history = template.get("history") or []
+    if not isinstance(history, list):
+        raise TemplateError("`history` must be a list of turns", "each turn a string (the user's) or {role, content}")
+    parts, roles = [message], [None]
+    for j, turn in enumerate(history):
+        try:
+            item = history_item(turn)
+        except ValueError as exc:
+            raise TemplateError(f"history[{j}]: {exc}", "each turn a string (the user's) or {role, content}") from None
+        if isinstance(item, str):
+            parts.append(item)
+            roles.append("user")
+        else:
+            parts.append(item.content)
+            roles.append(item.role)
+    referent = template.get("referent")
+    if referent is not None and not isinstance(referent, str):
+        raise TemplateError("`referent` must be a template string", "the referent the rule must find")
+    if referent is not None:
+        parts.append(referent)
+        roles.append(None)
+    return parts, roles, referent is not None
+
+
+def _example_conversation(item) -> tuple[str, tuple, str | None] | None:
+    """A rule's example or counterexample that is a conversation: ``(message, history, referent)``, else None."""
+    if not isinstance(item, Mapping) or not isinstance(item.get("message"), str):
+        return None
+    try:
+        history = tuple(history_item(h) for h in item.get("history") or ())
+    except ValueError:
+        return None  # the pack's own checks report it (E144)
+    referent = item.get("referent")
+    return item["message"], history, referent if isinstance(referent, str) else None
 
 
 _FAST = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -147,6 +222,24 @@ def slots_spec(pack, files) -> SlotsSpec:
                 if isinstance(cross.get("limit"), int):
                     spec.cross_limit = cross["limit"]
     return spec
+
+
+def _template_texts(template) -> list[str]:
+    """The template strings of a template: itself, or a conversation's message, turns and referent."""
+    if isinstance(template, str):
+        return [template]
+    if not isinstance(template, Mapping):
+        return []
+    out = [template.get("message")] + [h.get("content") if isinstance(h, Mapping) else h
+                                       for h in template.get("history") or [] if isinstance(h, (str, Mapping))]
+    out.append(template.get("referent"))
+    return [t for t in out if isinstance(t, str)]
+
+
+def _conversation_key(message: str, conv: Conversation) -> str:
+    """What makes a conversation case distinct: its message, history and referent (normalised)."""
+    turns = [h if isinstance(h, str) else f"{h.role}: {h.content}" for h in conv.history]
+    return "\x00".join([normalize(message)] + [normalize(t) for t in turns] + [conv.referent or ""])
 
 
 def _digest(*parts) -> bytes:
@@ -229,13 +322,45 @@ class _Generator:
         ranked.sort()
         return ranked
 
-    def expand_lists(self, lists, *, file_name, base, rule_id, limit):
-        """``{list name: [(key, text, digest)]}``: each list filled round-robin over its templates.
+    def _compile(self, template, *, need_referent: bool):
+        """``(node, roles)`` for a template: a string (``roles`` None) or a conversation mapping."""
+        if isinstance(template, str):
+            return self.grammar.compile(template), None
+        if not isinstance(template, Mapping):
+            raise TemplateError("a template is a string or a conversation {message, history, referent}",
+                                "see the generate: section of the README")
+        parts, roles, has_referent = _conversation_parts(template)
+        if need_referent and not has_referent:
+            raise TemplateError("a positive conversation of a referent rule needs the `referent` it must find",
+                                "add referent: \"...\", naming a slot its history names too")
+        return self.grammar.compile_joint(parts, seed=str(self.spec.seed)), roles
+
+    @staticmethod
+    def _split(raw: str, roles) -> tuple[str, Conversation | None]:
+        """A raw expansion as ``(message, conversation)``, each part cleaned."""
+        if roles is None:
+            return clean(raw), None
+        parts = split_joint(raw)
+        history = []
+        referent = None
+        for part, role in zip(parts[1:], roles[1:]):
+            if role is None:
+                referent = clean(part)
+            elif role == "user":
+                history.append(clean(part))
+            else:
+                history.append(Turn(role, clean_lines(part)))
+        return clean(parts[0]), Conversation(tuple(history), referent)
+
+    def expand_lists(self, lists, *, file_name, base, rule_id, limit, need_referent=()):
+        """``{list name: [(key, text, digest, conversation)]}``: each list filled round-robin over its templates.
 
         Each template offers its expansions in hash order; an expansion is
         usable when, cleaned, it is long enough (or, for ``skip``, short
-        enough) and not yet taken. A message chosen for two lists is a
-        problem placed at the second template.
+        enough) and not yet taken. A message (with its conversation, for a
+        conversation template) chosen for two lists is a problem placed at the
+        second template. ``need_referent`` names the lists whose
+        conversations must say which referent is found.
         """
         chosen = {}
         taken: dict[str, tuple[str, int, str]] = {}
@@ -243,12 +368,12 @@ class _Generator:
             sources = []
             for j, template in enumerate(templates):
                 try:
-                    node = self.grammar.compile(template)
+                    node, roles = self._compile(template, need_referent=list_name in need_referent)
                 except TemplateError as exc:
                     self._place(file_name, base, list_name, j, rule_id,
                                 f"{list_name} template {template!r}: {exc}", exc.help)
                     continue
-                sources.append((j, template, iter(self._ranked(node, f"{rule_id}:{list_name}:{j}")), [0]))
+                sources.append((j, template, iter(self._ranked(node, f"{rule_id}:{list_name}:{j}")), [0], roles))
             picked = []
             live = list(sources)
             while live and len(picked) < limit:
@@ -257,13 +382,13 @@ class _Generator:
                     if len(picked) >= limit:
                         still.append(item)
                         continue
-                    j, template, it, counts = item
+                    j, template, it, counts, roles = item
                     for _digest_raw, raw in it:
-                        text = clean(raw)
+                        text, conv = self._split(raw, roles)
                         if not text or (len(text) < self.min_chars) != want_skip:
                             continue
                         counts[0] += 1
-                        key = normalize(text)
+                        key = normalize(text) if conv is None else _conversation_key(text, conv)
                         prev = taken.get(key)
                         if prev is not None:
                             if prev[0] != list_name:
@@ -273,7 +398,7 @@ class _Generator:
                                             "a message cannot be both; make the templates differ")
                             continue
                         taken[key] = (list_name, j, text)
-                        picked.append((key, text, _digest(self.spec.seed, key)))
+                        picked.append((key, text, _digest(self.spec.seed, key), conv))
                         still.append(item)
                         break
                     else:
@@ -294,26 +419,55 @@ class _Generator:
         return (hist[digest[2] % len(hist)],)
 
     def _cases(self, group: str, letter: str, picked, *, expect, rule=None, not_rules=(), history_every=0,
-               prefix=None):
+               prefix=None, referent=None):
+        """Cases from picked expansions. ``referent``: ``"found"`` (a referent rule's positives: the
+        conversation's referent must be found), ``"none"`` (its negatives: nothing found by it), or None."""
         cases, ids = [], set()
         prefix = prefix or group
-        for key, text, digest in sorted(picked, key=lambda p: p[0]):
+        for key, text, digest, conv in sorted(picked, key=lambda p: p[0]):
             h = hashlib.sha1(key.encode("utf-8")).hexdigest()
             n = 6
             while f"{letter}-{h[:n]}" in ids:
                 n += 2
             ids.add(f"{letter}-{h[:n]}")
+            history = conv.history if conv is not None else self._history_for(digest, history_every)
+            found = conv.referent if conv is not None and referent == "found" else None
             cases.append(Case(id=f"{prefix}/{letter}-{h[:n]}", message=surface(text, digest), expect=expect,
-                              rule=rule, not_rules=tuple(not_rules),
-                              history=self._history_for(digest, history_every), group=group, generated=True))
+                              rule=rule, not_rules=tuple(not_rules), history=history, group=group, generated=True,
+                              referent=found, has_referent=referent is not None))
         return cases
+
+    def _example_cases(self, rule, *, expect, referents: bool) -> list[Case]:
+        """The rule's examples (``e-``) and counterexamples (``x-``) that are conversations, as cases."""
+        out = []
+        for letter, items in (("e", rule.examples), ("x", rule.counterexamples)):
+            ids = set()
+            for item in items:
+                found = _example_conversation(item)
+                if found is None:
+                    continue
+                message, history, referent = found
+                key = _conversation_key(message, Conversation(history, referent))
+                h = hashlib.sha1(key.encode("utf-8")).hexdigest()
+                n = 6
+                while f"{letter}-{h[:n]}" in ids:
+                    n += 2
+                ids.add(f"{letter}-{h[:n]}")
+                positive = letter == "e"
+                out.append(Case(id=f"{rule.id}/{letter}-{h[:n]}", message=message,
+                                expect=expect if positive else None,
+                                rule=rule.id if positive else None, not_rules=() if positive else (rule.id,),
+                                history=history, group=rule.id, generated=True,
+                                referent=referent if positive and referents else None, has_referent=referents))
+        return out
 
     # -- groups ------------------------------------------------------------
 
     def _hash(self, payload: dict, templates) -> str:
         used = set()
         for t in templates:
-            used.update(self.grammar.slots_used(t))
+            for part in _template_texts(t):
+                used.update(self.grammar.slots_used(part))
         if self.history_messages():
             used.update(self.grammar.slots_used("{" + HISTORY_SLOT + "}"))
         payload = dict(payload, generator=GENERATOR_VERSION, seed=self.spec.seed, min_chars=self.min_chars,
@@ -321,20 +475,38 @@ class _Generator:
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
+    def _generate_of(self, rule, file_name: str) -> dict:
+        """The rule's ``generate:`` block: from the compiled rule, or (a referent rule) from its file."""
+        gen = getattr(rule, "generate", None)
+        if gen is None and rule.kind == "referent":
+            data = self.files.get(file_name)
+            for item in (data.get("rules") if isinstance(data, dict) else None) or []:
+                if isinstance(item, dict) and item.get("id") == rule.id and isinstance(item.get("generate"), dict):
+                    gen = item["generate"]
+        return dict(gen or {})
+
     def rule_group(self, rule) -> Group:
-        gen = dict(rule.generate or {})
         file_name = _display_name(self.pack, rule.file)
+        gen = self._generate_of(rule, file_name)
         limit = gen.get("limit") if isinstance(gen.get("limit"), int) else self.spec.limit
-        lists = [(name, [t for t in gen.get(name) or [] if isinstance(t, str)], False) for name, _, _ in LISTS]
+        names = REFERENT_LISTS if rule.kind == "referent" else LISTS
+        lists = [(name, [t for t in gen.get(name) or [] if isinstance(t, (str, Mapping))], False)
+                 for name, _, _ in names]
         templates = [t for _, ts, _ in lists for t in ts]
+        conversations = [c for c in (_example_conversation(i) for i in rule.examples + rule.counterexamples) if c]
         payload = {"rule": rule.id, "expect": rule_kind(rule), "role": getattr(rule, "role", None),
-                   "generate": gen, "limit": limit}
+                   "generate": gen, "limit": limit,
+                   "examples": [list(rule.examples), list(rule.counterexamples)] if conversations else None}
         group = Group(rule.id, file_name, self._hash(payload, templates), templates=len(templates))
+        if rule.kind == "referent":
+            return self._referent_group(rule, group, lists, file_name, limit)
+        kind = rule_kind(rule)
+        examples = self._example_cases(rule, expect=kind, referents=False)
         if not templates:
+            group.cases += examples
             return group
         chosen = self.expand_lists(lists, file_name=file_name, base=self._rule_base(file_name, rule.id),
                                    rule_id=rule.id, limit=limit)
-        kind = rule_kind(rule)
         pos_every = 2 if kind == "correction" else 3
         group.cases += self._cases(rule.id, "p", chosen["positive"], expect=kind, rule=rule.id,
                                    history_every=pos_every)
@@ -342,6 +514,19 @@ class _Generator:
                                    history_every=5)
         group.cases += self._cases(rule.id, "r", chosen["request"], expect="follow_up", not_rules=(rule.id,),
                                    history_every=2)
+        group.cases += examples
+        return group
+
+    def _referent_group(self, rule, group: Group, lists, file_name: str, limit: int) -> Group:
+        """A referent rule's cases: its conversations (templates, examples), found both ways."""
+        if group.templates:
+            chosen = self.expand_lists(lists, file_name=file_name, base=self._rule_base(file_name, rule.id),
+                                       rule_id=rule.id, limit=limit, need_referent=("positive",))
+            group.cases += self._cases(rule.id, "p", chosen["positive"], expect="follow_up", rule=rule.id,
+                                       referent="found")
+            group.cases += self._cases(rule.id, "n", chosen["negative"], expect=None, not_rules=(rule.id,),
+                                       referent="none")
+        group.cases += self._example_cases(rule, expect="follow_up", referents=True)
         return group
 
     def cross_group(self) -> Group | None:
@@ -368,7 +553,7 @@ def generate(pack, *, sources=None) -> list[Group]:
     template in the rule file.
     """
     g = _Generator(pack, sources)
-    groups = [g.rule_group(rule) for rule in pack.rules]
+    groups = [g.rule_group(rule) for rule in pack.rules + pack.referent_rules]
     cross = g.cross_group()
     if cross is not None:
         groups.append(cross)
@@ -426,7 +611,7 @@ def build_corpus(pack, corpus_dir=None) -> BuildResult:
     _, existing, _ = cfiles.read_dir(corpus_dir)
     stale = {s.group for s in staleness(groups, existing, corpus_dir)}
     result = BuildResult(corpus_dir, groups=groups)
-    rules = {r.id: r for r in pack.rules}
+    rules = {r.id: r for r in pack.rules + pack.referent_rules}
     keep = set()
     for g in groups:
         if not g.cases:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import CleoError, Problem
@@ -9,33 +10,117 @@ from ..errors import CleoError, Problem
 KINDS = ("skip", "correction", "follow_up", "substantive")
 CROSS = "(cross-rule)"
 HAND = "(hand-written)"
+ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class Turn(Mapping):
+    """One role-tagged turn of a case's history: ``{"role": "user" | "assistant", "content": str}``.
+
+    A mapping, so it is handed to :meth:`Pack.classify` as it is, and a frozen
+    value, so a case stays hashable. A plain string in a history is a user
+    message, as everywhere in cleo-rules.
+    """
+
+    role: str
+    content: str
+
+    def __getitem__(self, key):
+        if key == "role":
+            return self.role
+        if key == "content":
+            return self.content
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(("role", "content"))
+
+    def __len__(self):
+        return 2
+
+    def to_dict(self) -> dict:
+        return {"role": self.role, "content": self.content}
+
+
+def history_item(item):
+    """A history item as a case holds it: a string, or a :class:`Turn` for ``{role, content}``.
+
+    Raises ``ValueError`` for anything else (a role other than user or
+    assistant, content that is not a string).
+    """
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Turn):
+        return item
+    if isinstance(item, Mapping):
+        role, content = item.get("role"), item.get("content")
+        if role not in ROLES:
+            raise ValueError(f"role must be \"user\" or \"assistant\", found {role!r}")
+        if not isinstance(content, str):
+            raise ValueError("content must be a string")
+        if set(item) - {"role", "content"}:
+            raise ValueError(f"unknown key(s) {', '.join(sorted(map(str, set(item) - {'role', 'content'})))}")
+        return Turn(role, content)
+    raise ValueError(f"an item must be a string or {{role, content}}, found {type(item).__name__}")
+
+
+def plain(item):
+    """A history item as JSON: the string, or ``{"role", "content"}``."""
+    return item.to_dict() if isinstance(item, Turn) else item
+
+
+def role_tagged(history) -> bool:
+    """Whether a history holds role-tagged turns (any ``{role, content}`` item)."""
+    return any(isinstance(h, Turn) for h in history)
+
+
+def user_turns(history) -> list[str]:
+    """The user's messages in a history, oldest first."""
+    return [h if isinstance(h, str) else h.content for h in history
+            if isinstance(h, str) or h.role == "user"]
 
 
 @dataclass(frozen=True)
 class Case:
     """One message and what the pack must make of it.
 
-    ``expect`` is the kind it must get. ``rule``, when set, must fire (a
-    positive of that rule); every rule in ``not_rules`` must not fire (a
-    negative of those rules). With ``history``, the query is checked too: a
-    follow-up must be searched combined with ``anchor`` (by default the last
-    message of ``history``), anything else as typed. ``query``, when set, must
-    equal the query exactly. ``group`` is the rule id whose file the case came
-    from, :data:`CROSS` for cross-rule cases, :data:`HAND` for hand-written
-    cases that name no rule; ``source`` is ``file:line``.
+    ``expect`` is the kind it must get (``None``: any kind will do, for a
+    case that only says which rule must not fire, or what referent is found).
+    ``rule``, when set, must fire (a positive of that rule); every rule in
+    ``not_rules`` must not fire (a negative of those rules). Rules are
+    classification rules or referent rules; a referent rule "fires" when it
+    is the rule that found the decision's referent.
+
+    ``history`` is the conversation before the message, oldest first:
+    strings (user messages) and :class:`Turn` items (``{role, content}``).
+    With a history the query is checked too: a follow-up must be searched
+    combined with ``anchor`` (by default the last user message of
+    ``history``), anything else as typed. ``query``, when set, must equal the
+    query exactly.
+
+    ``has_referent`` says whether the case checks the referent: then
+    ``referent`` is the text that must be found (by ``rule`` when that is a
+    referent rule), or ``None``: no referent rule may find one (only the
+    referent rules in ``not_rules``, when it names some).
+
+    ``group`` is the rule id whose file the case came from, :data:`CROSS` for
+    cross-rule cases, :data:`HAND` for hand-written cases that name no rule;
+    ``source`` is ``file:line``.
     """
 
     id: str
     message: str
-    expect: str
+    expect: str | None
     rule: str | None = None
     not_rules: tuple[str, ...] = ()
-    history: tuple[str, ...] = ()
+    history: tuple = ()
     anchor: str | None = None
     query: str | None = None
     group: str = CROSS
     generated: bool = True
     source: str = ""
+    referent: str | None = None
+    has_referent: bool = False
 
     @property
     def direction(self) -> str:
@@ -47,13 +132,17 @@ class Case:
         return "other"
 
     def to_dict(self) -> dict:
-        d: dict[str, object] = {"id": self.id, "message": self.message, "expect": self.expect}
+        d: dict[str, object] = {"id": self.id, "message": self.message}
+        if self.expect is not None:
+            d["expect"] = self.expect
         if self.rule:
             d["rule"] = self.rule
         if self.not_rules:
             d["not"] = list(self.not_rules)
         if self.history:
-            d["history"] = list(self.history)
+            d["history"] = [plain(h) for h in self.history]
+        if self.has_referent:
+            d["referent"] = self.referent
         if self.anchor is not None:
             d["anchor"] = self.anchor
         if self.query is not None:

@@ -2,6 +2,10 @@
 
 For each rule R:
 
+Rules are the classification rules and the referent rules; a referent rule
+"fires" on a case when it is the rule that found the decision's referent
+(:attr:`Decision.parts`, the referent part's ``rule``).
+
 * **TP** / **FN**: positive cases of R on which R fired / did not fire;
 * **TN**: negative cases of R (its ``negative`` and ``request`` cases, and
   hand-written cases with ``not: R``) on which R did not fire;
@@ -10,8 +14,10 @@ For each rule R:
   failed because R took them.
 
 A case passes when it gets its expected kind, its ``rule`` fires, none of its
-``not`` rules fires, and (with a history) its query is shaped right: a
-follow-up combined with its anchor, anything else searched as typed.
+``not`` rules fires, its referent (when it names one) is the one found, and
+(with a history) its query is shaped right: a follow-up combined with its
+anchor (and, with role-tagged history, the referent the decision found),
+anything else searched as typed.
 
 The corpus fails when any case fails, when it is stale (templates, slots or
 limits changed since ``cleo-rules corpus build``, a generated file was edited,
@@ -32,7 +38,7 @@ from ..shaping import render
 from ..text import normalize
 from . import files as cfiles
 from .generate import GENERATOR_VERSION, generate, rule_kind
-from .model import CROSS, HAND, Case, CorpusError, problem
+from .model import CROSS, HAND, Case, CorpusError, plain, problem, role_tagged, user_turns
 
 if TYPE_CHECKING:
     from ..pack.compile import Pack
@@ -52,6 +58,8 @@ class Outcome:
     anchor: str | None
     reasons: tuple[str, ...] = ()
     culprit: str | None = None  # the rule that fired where it must not
+    referent: str | None = None        # the referent part searched, if any
+    referent_rule: str | None = None   # the referent rule that found it (None: none did)
 
     @property
     def ok(self) -> bool:
@@ -69,10 +77,19 @@ class Outcome:
 
     def expected(self) -> str:
         c = self.case
-        text = f"expected {c.expect}"
+        text = f"expected {c.expect or 'any kind'}"
         if c.rule:
             text += f" by {c.rule}"
+        if c.has_referent:
+            text += (f", referent {json.dumps(c.referent, ensure_ascii=False)}" if c.referent is not None
+                     else ", no referent" + (f" by {', '.join(_referent_nots(c))}" if _referent_nots(c) else ""))
         return text
+
+    def got_referent(self) -> str:
+        if self.referent_rule:
+            return f"referent {json.dumps(self.referent, ensure_ascii=False)} by {self.referent_rule}"
+        return "no referent found" if self.referent is None else \
+            f"no referent found (the reply excerpt {json.dumps(self.referent, ensure_ascii=False)})"
 
     def to_dict(self, label: str | None = None) -> dict:
         c = self.case
@@ -81,10 +98,12 @@ class Outcome:
              "file": file or c.source, "line": int(line) if line.isdigit() else None,
              "expected": {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules)},
              "got": {"kind": self.kind, "rule": self.rule, "matched": self.matched, "query": self.query,
-                     "anchor": self.anchor},
+                     "anchor": self.anchor, "referent": self.referent, "referent_rule": self.referent_rule},
              "reasons": list(self.reasons)}
+        if c.has_referent:
+            d["expected"]["referent"] = c.referent
         if c.history:
-            d["history"] = list(c.history)
+            d["history"] = [plain(h) for h in c.history]
         if label:
             d["type"] = label
         return d
@@ -259,8 +278,10 @@ def _case_lines(failures, max_shown: int) -> list[str]:
     for label, o in shown:
         lines.append(f"  {label:<5} {o.case.id}  {json.dumps(o.case.message, ensure_ascii=False)}")
         if o.case.history:
-            lines.append(f"        history: {json.dumps(list(o.case.history), ensure_ascii=False)}")
+            lines.append(f"        history: {json.dumps([plain(h) for h in o.case.history], ensure_ascii=False)}")
         lines.append(f"        {o.expected()}, {o.got()}")
+        if o.case.has_referent or any(r.startswith("referent") for r in o.reasons):
+            lines.append(f"        {o.got_referent()}")
         for reason in o.reasons:
             if reason.startswith("query"):
                 lines.append(f"        {reason}")
@@ -274,20 +295,41 @@ def _case_lines(failures, max_shown: int) -> list[str]:
 # -- evaluation ---------------------------------------------------------------
 
 
+def _referent_nots(case: Case) -> list[str]:
+    return [r for r in case.not_rules if r.startswith("referent.")]
+
+
+def found_referent(d) -> tuple[str | None, str | None]:
+    """``(text, rule)`` of the decision's referent part: what the follow-up is searched with, and the
+    referent rule that found it (``rule`` is None for the reply excerpt searched when no rule finds one)."""
+    for part in d.parts:
+        if part.name == "referent":
+            return part.text, part.rule
+    return None, None
+
+
 class Evaluator:
     """Runs cases against one pack and says why each one fails."""
 
     def __init__(self, pack):
         self.pack = pack
-        self.rules = {r.id: r for r in pack.rules}
+        self.referent_ids = frozenset(r.id for r in pack.referent_rules)
+        self.rules = {r.id: r for r in pack.rules + pack.referent_rules}
         self.vocab_ids = frozenset(s.id for s in pack.vocab_sets)
         self.fillers = frozenset(s.id for s in pack.vocab_sets if s.role == "filler")
 
-    def fires(self, rule_id: str, kind: str, fired: str | None) -> bool:
-        """Whether ``rule_id`` fired. A filler set never names a decision: it fires when any vocabulary set does."""
+    def fires(self, rule_id: str, kind: str, fired: str | None, referent_rule: str | None = None) -> bool:
+        """Whether ``rule_id`` fired. A filler set never names a decision: it fires when any vocabulary set does;
+        a referent rule fires when it found the referent (``referent_rule``)."""
+        if rule_id in self.referent_ids:
+            return referent_rule == rule_id
         if rule_id in self.fillers:
             return kind == "follow_up" and fired in self.vocab_ids
         return fired == rule_id
+
+    def fired(self, rule_id: str, o: Outcome) -> bool:
+        """Whether ``rule_id`` fired on the case of outcome ``o``."""
+        return self.fires(rule_id, o.kind, o.rule, o.referent_rule)
 
     def run(self, case: Case) -> Outcome:
         return self.judge(case, self.pack.classify(case.message, case.history))
@@ -296,29 +338,47 @@ class Evaluator:
         """How the decision ``d`` (for ``case``) measures up to the case's expectations."""
         reasons = []
         culprit = None
-        if d.kind != case.expect:
+        ref_text, ref_rule = found_referent(d)
+        if case.expect is not None and d.kind != case.expect:
             reasons.append(f"kind is {d.kind}, expected {case.expect}")
         if case.rule:
             if case.rule not in self.rules:
                 reasons.append(f"rule {case.rule} is not in the pack")
-            elif not self.fires(case.rule, d.kind, d.rule):
+            elif not self.fires(case.rule, d.kind, d.rule, ref_rule):
                 reasons.append(f"{case.rule} did not fire")
         for nr in case.not_rules:
-            if nr in self.rules and self.fires(nr, d.kind, d.rule):
+            if nr in self.rules and self.fires(nr, d.kind, d.rule, ref_rule):
                 reasons.append(f"{nr} fired")
-                culprit = d.rule if d.rule else nr
+                culprit = (d.rule if d.rule else nr) if nr not in self.referent_ids else nr
+        if case.has_referent:
+            if case.referent is not None:
+                if ref_text != case.referent or ref_rule is None:
+                    reasons.append(f"referent is {json.dumps(ref_text if ref_rule else None, ensure_ascii=False)}, "
+                                   f"expected {json.dumps(case.referent, ensure_ascii=False)}")
+            elif ref_rule is not None and not _referent_nots(case):
+                reasons.append(f"referent {json.dumps(ref_text, ensure_ascii=False)} found by {ref_rule}, "
+                               f"expected none")
+                culprit = culprit or ref_rule
         if case.query is not None:
             if d.query != case.query:
                 reasons.append(f"query is {json.dumps(d.query, ensure_ascii=False)}, "
                                f"expected {json.dumps(case.query, ensure_ascii=False)}")
-        elif case.history and d.kind == case.expect:
+        elif case.history and (case.expect is None or d.kind == case.expect):
             reasons += self._shape(case, d)
-        if reasons and culprit is None and d.rule and d.rule != case.rule:
-            culprit = d.rule
-        return Outcome(case, d.kind, d.rule, d.matched, d.query, d.anchor, tuple(reasons), culprit)
+        if reasons and culprit is None:
+            kind_ok = case.expect is None or d.kind == case.expect
+            if case.rule in self.referent_ids and kind_ok:
+                culprit = ref_rule if ref_rule and ref_rule != case.rule else None  # another referent rule answered
+            elif d.rule and d.rule != case.rule:
+                culprit = d.rule
+        return Outcome(case, d.kind, d.rule, d.matched, d.query, d.anchor, tuple(reasons), culprit,
+                       ref_text, ref_rule)
 
     def _shape(self, case: Case, d) -> list[str]:
-        if case.expect == "follow_up":
+        expect = case.expect or d.kind
+        if role_tagged(case.history):
+            return self._shape_parts(case, d, expect)
+        if expect == "follow_up":
             anchor = case.anchor if case.anchor is not None else case.history[-1]
             want = render(self.pack.settings.combine, anchor=anchor, message=case.message)
             if d.query == want:
@@ -329,9 +389,33 @@ class Evaluator:
                 return [f"query not combined: no earlier message was taken as substantive ({kinds})"]
             return [f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, "
                     f"expected {json.dumps(anchor, ensure_ascii=False)}"]
-        if case.expect in ("correction", "substantive") and d.query != case.message:
-            return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {case.expect} must be searched as typed"]
+        if expect in ("correction", "substantive") and d.query != case.message:
+            return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {expect} must be searched as typed"]
         return []
+
+    def _shape_parts(self, case: Case, d, expect: str) -> list[str]:
+        """With role-tagged history: a follow-up's query is the combine template over its own parts, its anchor
+        one of the user's turns (``case.anchor`` when given), never the assistant's; others are searched as typed."""
+        if expect != "follow_up":
+            if expect in ("correction", "substantive") and d.query != case.message:
+                return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {expect} must be searched as typed"]
+            return []
+        out = []
+        users = user_turns(case.history)
+        if case.anchor is not None and d.anchor != case.anchor:
+            out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, "
+                       f"expected {json.dumps(case.anchor, ensure_ascii=False)}")
+        elif d.anchor is not None and d.anchor not in users:
+            out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, which is no user turn")
+        ref_text, _ = found_referent(d)
+        want = render(self.pack.settings.combine, anchor=d.anchor or "", referent=ref_text or "",
+                      message=case.message)
+        if d.anchor is None and ref_text is None:
+            want = case.message
+        if d.query != want:
+            out.append(f"query is {json.dumps(d.query, ensure_ascii=False)}, expected the combine template over "
+                       f"its parts: {json.dumps(want, ensure_ascii=False)}")
+        return out
 
 
 def _label(o: Outcome, rule_id: str) -> str:
@@ -346,14 +430,17 @@ def _label(o: Outcome, rule_id: str) -> str:
 
 
 def _other(o: Outcome) -> str:
-    if any(r.startswith("query") for r in o.reasons) and not any(r.startswith("kind") for r in o.reasons):
-        return "QUERY"
+    if not any(r.startswith("kind") for r in o.reasons):
+        if any(r.startswith("referent") for r in o.reasons):
+            return "REF"
+        if any(r.startswith("query") for r in o.reasons):
+            return "QUERY"
     return "KIND"
 
 
 def tally(pack, outcomes) -> tuple[list[RuleStats], list[GroupStats]]:
     ev = Evaluator(pack)
-    stats = {r.id: RuleStats(r.id, rule_kind(r), r.file, r.line) for r in pack.rules}
+    stats = {r.id: RuleStats(r.id, rule_kind(r), r.file, r.line) for r in pack.rules + pack.referent_rules}
     cross, hand = GroupStats(CROSS), GroupStats(HAND)
     for o in outcomes:
         c = o.case
@@ -361,7 +448,7 @@ def tally(pack, outcomes) -> tuple[list[RuleStats], list[GroupStats]]:
         if c.rule in stats:
             s = stats[c.rule]
             s.positives += 1
-            if ev.fires(c.rule, o.kind, o.rule):
+            if ev.fired(c.rule, o):
                 s.tp += 1
             else:
                 s.fn += 1
@@ -370,7 +457,7 @@ def tally(pack, outcomes) -> tuple[list[RuleStats], list[GroupStats]]:
             if nr in stats:
                 s = stats[nr]
                 s.negatives += 1
-                if ev.fires(nr, o.kind, o.rule):
+                if ev.fired(nr, o):
                     s.fp += 1
                 else:
                     s.tn += 1
@@ -398,8 +485,8 @@ def tally(pack, outcomes) -> tuple[list[RuleStats], list[GroupStats]]:
 
 
 def _same(a: Case, b: Case) -> bool:
-    return (a.id, a.message, a.expect, a.rule, a.not_rules, a.history) == \
-           (b.id, b.message, b.expect, b.rule, b.not_rules, b.history)
+    return (a.id, a.message, a.expect, a.rule, a.not_rules, a.history, a.has_referent, a.referent) == \
+           (b.id, b.message, b.expect, b.rule, b.not_rules, b.history, b.has_referent, b.referent)
 
 
 def staleness(groups, generated_files, corpus_dir: Path) -> list[Stale]:
@@ -445,18 +532,34 @@ def coverage(pack, stats: list[RuleStats]) -> list[Problem]:
     return out
 
 
+def _contradiction_key(c: Case):
+    """Cases that must agree: the same message, and with role-tagged history the same conversation.
+
+    The assistant's turns decide what a follow-up points at (and whether a
+    definite description has an antecedent), so a message in two
+    conversations may rightly get two decisions; with user messages only the
+    kind is taken to depend on the message alone.
+    """
+    if not role_tagged(c.history):
+        return normalize(c.message)
+    return normalize(c.message), json.dumps([plain(h) for h in c.history], ensure_ascii=False)
+
+
 def contradictions(cases) -> list[Problem]:
-    seen: dict[str, Case] = {}
+    seen: dict = {}
     out = []
     for c in cases:
-        key = normalize(c.message)  # the kind never depends on the history, only the query does
+        key = _contradiction_key(c)
         other = seen.get(key)
         if other is None:
             seen[key] = c
             continue
         clash = None
-        if other.expect != c.expect:
+        if other.expect is not None and c.expect is not None and other.expect != c.expect:
             clash = f"expects {c.expect}, but {other.id} expects {other.expect}"
+        elif c.has_referent and other.has_referent and c.referent != other.referent and \
+                c.referent is not None and other.referent is not None:
+            clash = f"expects referent {c.referent!r}, but {other.id} expects {other.referent!r}"
         elif c.rule and other.rule and c.rule != other.rule:
             clash = f"must fire {c.rule}, but {other.id} must fire {other.rule}"
         elif c.rule and c.rule in other.not_rules or other.rule and other.rule in c.not_rules:
@@ -471,7 +574,7 @@ def contradictions(cases) -> list[Problem]:
 
 
 def _references(cases, pack) -> list[Problem]:
-    ids = {r.id for r in pack.rules}
+    ids = {r.id for r in pack.rules + pack.referent_rules}
     out = []
     seen_ids: dict[str, str] = {}
     for c in cases:

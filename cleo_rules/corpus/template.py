@@ -16,12 +16,21 @@ optional parts can be written with spaces around them:
 A template is a tree of literal text, sequences and choices. Every expansion
 has an index in ``range(count)`` (mixed radix), so a template with millions of
 expansions can be sampled without listing them.
+
+A *conversation* template is a few templates expanded together (the message,
+the turns of its history, the referent it must find):
+:meth:`Grammar.compile_joint`. A slot named in two or more of them is
+**bound**: it takes the same filler in each, so a history that names
+``{band}`` and a referent ``{band}`` agree. Every other slot or choice varies
+freely. The joint expansion is one string, the parts separated by
+:data:`SEP`; :func:`split_joint` cuts it apart.
 """
 
 from __future__ import annotations
 
 import difflib
 import itertools
+import random
 from dataclasses import dataclass
 
 import regex
@@ -33,6 +42,8 @@ _LEADING = regex.compile(r"^[\s,;:]+")
 _DOUBLE_COMMA = regex.compile(r",(?:\s*,)+")
 
 MAX_DEPTH = 8  # slot fillers referring to slots referring to slots ...
+SEP = "\x00"   # between the parts of a joint expansion (YAML text cannot hold it)
+MAX_BINDINGS = 256  # fillers of a conversation's bound slots taken together: more are sampled, seeded
 
 
 class TemplateError(ValueError):
@@ -146,6 +157,27 @@ def clean(text: str) -> str:
     return text.strip()
 
 
+def clean_lines(text: str) -> str:
+    """:func:`clean` line by line, keeping the line breaks (a reply that lists options)."""
+    return "\n".join(line for line in (clean(part) for part in text.split("\n")) if line)
+
+
+def split_joint(raw: str) -> list[str]:
+    """The parts of a joint expansion (:meth:`Grammar.compile_joint`), raw."""
+    return raw.split(SEP)
+
+
+def direct_slots(tree) -> set[str]:
+    """The slots a parsed template names itself (not those its slots' fillers name)."""
+    if isinstance(tree, Ref):
+        return {tree.name}
+    if isinstance(tree, Seq):
+        return set().union(*(direct_slots(p) for p in tree.parts)) if tree.parts else set()
+    if isinstance(tree, Alt):
+        return set().union(*(direct_slots(o) for o in tree.options))
+    return set()
+
+
 class _Node:
     """A compiled template node: ``n`` expansions, decoded by index."""
 
@@ -239,19 +271,61 @@ class Grammar:
         self._resolved[name] = node
         return node
 
-    def _build(self, tree) -> _Node:
+    def _build(self, tree, bound=None) -> _Node:
         if isinstance(tree, Lit):
             return _Node("lit", tree.text)
         if isinstance(tree, Seq):
-            return _Node("seq", items=tuple(self._build(p) for p in tree.parts))
+            return _Node("seq", items=tuple(self._build(p, bound) for p in tree.parts))
         if isinstance(tree, Alt):
-            return _Node("alt", items=tuple(self._build(o) for o in tree.options))
+            return _Node("alt", items=tuple(self._build(o, bound) for o in tree.options))
+        if bound is not None and tree.name in bound:
+            value = _Node("lit", bound[tree.name])
+            return _Node("alt", items=(_EMPTY_NODE, value)) if tree.optional else value
         slot = self._slot(tree.name)
         return _Node("alt", items=(_EMPTY_NODE,) + slot.items) if tree.optional else slot
 
     def compile(self, template: str) -> _Node:
         """Parse ``template`` and resolve its slots; raises :class:`TemplateError`."""
         return self._build(parse(template))
+
+    def compile_joint(self, templates, seed: str = "") -> _Node:
+        """Templates expanded together, their parts joined by :data:`SEP`; raises :class:`TemplateError`.
+
+        A slot that two or more of ``templates`` name takes one filler in all
+        of them (each of its expansions in turn; past :data:`MAX_BINDINGS`
+        combinations of the bound slots, a sample seeded by ``seed``).
+        """
+        trees = [parse(t) for t in templates]
+        named = [direct_slots(t) for t in trees]
+        shared = sorted(n for n in set().union(*named) if sum(n in s for s in named) >= 2)
+        sep = _Node("lit", SEP)
+
+        def joined(bound):
+            items = []
+            for i, tree in enumerate(trees):
+                if i:
+                    items.append(sep)
+                items.append(self._build(tree, bound))
+            return _Node("seq", items=tuple(items))
+
+        if not shared:
+            return joined(None)
+        slots = [self._slot(name) for name in shared]
+        total = 1
+        for node in slots:
+            total *= node.n
+        if total <= MAX_BINDINGS:
+            picks = range(total)
+        else:
+            picks = sorted(random.Random(f"{seed}\x00{SEP.join(templates)}").sample(range(total), MAX_BINDINGS))
+        options = []
+        for index in picks:
+            bound = {}
+            for name, node in zip(reversed(shared), reversed(slots)):
+                index, r = divmod(index, node.n)
+                bound[name] = node.expand(r)
+            options.append(joined(bound))
+        return _Node("alt", items=tuple(options))
 
     def slots_used(self, template: str) -> list[str]:
         """Every slot ``template`` uses, directly or through other slots, sorted."""
