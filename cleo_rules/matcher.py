@@ -21,6 +21,7 @@ is that walk with a recorder.
 from __future__ import annotations
 
 import bisect
+import re
 import functools
 import logging
 
@@ -330,7 +331,8 @@ class Matcher:
         for w in WORD.findall(low):
             if w in people:
                 return f"{w!r}, a person, comes before the match"
-        cut = max(low.rfind(". "), low.rfind("? "), low.rfind("! "))
+        ends = [m.start() for m in re.finditer(r"[.?!]\s", low)]
+        cut = ends[-1] if ends else -1
         if cut >= 0:
             for w in WORD.findall(low[:cut]):
                 if w in nouns and w not in function_words:

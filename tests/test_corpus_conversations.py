@@ -139,10 +139,10 @@ def test_role_tagged_queries_are_checked_against_their_parts(pack):
     case = Case(id="t/7", message="Yes, go with the second one.", expect="follow_up", history=turns(*QUOTES))
     out = ev.run(case)
     assert out.ok, out.reasons
-    assert out.query == "Compare the two van insurance quotes\nCresswell\nYes, go with the second one."
+    assert out.query == "Cresswell\nYes, go with the second one."  # combine_resolved: the referent stands in
     wrong = Case(id="t/8", message="Yes, go with the second one.", expect="follow_up", history=turns(*QUOTES),
                  anchor="Which van insurer?")
-    assert ev.run(wrong).reasons[0].startswith('query combined with "Compare the two van insurance quotes", '
+    assert ev.run(wrong).reasons[0].startswith('query combined with null, '  # a resolved follow-up has no anchor
                                                'expected "Which van insurer?"')
 
 

@@ -132,7 +132,8 @@ def _conversation_parts(template) -> tuple[list[str], list[str | None], bool]:
     history = template.get("history") or []
     if not isinstance(history, list):
         raise TemplateError("`history` must be a list of turns", "each turn a string (the user's) or {role, content}")
-    parts, roles = [message], [None]
+    parts: list[str] = [message]
+    roles: list[str | None] = [None]
     for j, turn in enumerate(history):
         try:
             item = history_item(turn)
@@ -488,7 +489,8 @@ class _Generator:
     def rule_group(self, rule) -> Group:
         file_name = _display_name(self.pack, rule.file)
         gen = self._generate_of(rule, file_name)
-        limit = gen.get("limit") if isinstance(gen.get("limit"), int) else self.spec.limit
+        given = gen.get("limit")
+        limit: int = given if isinstance(given, int) else self.spec.limit
         names = REFERENT_LISTS if rule.kind == "referent" else LISTS
         lists = [(name, [t for t in gen.get(name) or [] if isinstance(t, (str, Mapping))], False)
                  for name, _, _ in names]
