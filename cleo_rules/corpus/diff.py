@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..jsonl import JsonLineError, read_lines
 from ..text import normalize
 from .generate import generate
 from .model import Case, CorpusError
@@ -218,31 +219,32 @@ def pack_dir(spec: str):
 
 
 def read_jsonl(path) -> list[Case]:
-    """Messages from a JSON Lines file: ``{"message": str, "history": [str], "id": any}`` or a JSON string."""
+    """Messages from a JSON Lines file: ``{"message": str, "history": [str], "id": any}`` or a JSON string.
+
+    Lines are read by :func:`cleo_rules.jsonl.read_lines` (UTF-8, bounded
+    nesting, no lone surrogates, a byte order mark dropped).
+    """
     out = []
     shown = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with open(path, "rb") as fh:
+            for number, item in read_lines(fh):
+                if isinstance(item, JsonLineError):
+                    raise UsageError(f"{shown}:{number}: {item}", code=item.code)
+                if isinstance(item, str):
+                    item = {"message": item}
+                if not isinstance(item, dict) or not isinstance(item.get("message"), str):
+                    raise UsageError(f"{shown}:{number}: each line must be a JSON string or an object with a "
+                                     "\"message\" string")
+                hist = item.get("history") or []
+                if not isinstance(hist, list) or not all(isinstance(h, str) for h in hist):
+                    raise UsageError(f"{shown}:{number}: \"history\" must be a list of strings")
+                ident = item.get("id")
+                out.append(Case(id=str(ident) if ident is not None else f"{Path(shown).name}:{number}",
+                                message=item["message"], expect="", history=tuple(hist), group="",
+                                generated=False, source=f"{shown}:{number}"))
+    except OSError as exc:
         raise UsageError(f"{shown}: cannot read: {exc}") from None
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{shown}:{number}: not JSON: {exc}") from None
-        if isinstance(item, str):
-            item = {"message": item}
-        if not isinstance(item, dict) or not isinstance(item.get("message"), str):
-            raise UsageError(f"{shown}:{number}: each line must be a JSON string or an object with a \"message\" string")
-        hist = item.get("history") or []
-        if not isinstance(hist, list) or not all(isinstance(h, str) for h in hist):
-            raise UsageError(f"{shown}:{number}: \"history\" must be a list of strings")
-        ident = item.get("id")
-        out.append(Case(id=str(ident) if ident is not None else f"{Path(shown).name}:{number}",
-                        message=item["message"], expect="", history=tuple(hist), group="",
-                        generated=False, source=f"{shown}:{number}"))
     return out
 
 

@@ -17,6 +17,7 @@ from datetime import date as _date
 from datetime import datetime
 
 from ..errors import Problem
+from ..jsonl import lone_surrogate
 from .chunk import chunk_text, conversation_snippets
 from .schema import Source
 
@@ -54,7 +55,11 @@ def _nonempty_string(value) -> str | None:
 def _string_problem(key: str, where: str, value) -> list[RecordProblem]:
     msg = _nonempty_string(value)
     if msg is None:
-        return []
+        at = lone_surrogate(value)
+        if at is None:
+            return []
+        return [("E319", where, f"{key!r} at {where} holds a lone surrogate (U+{ord(value[at]):04X} at character "
+                                f"{at}), which is not valid Unicode")]
     return [("E314" if "string" in msg else "E315", where, f"{key!r} {msg}")]
 
 
@@ -63,7 +68,8 @@ def validate_record(obj) -> list[RecordProblem]:
 
     A record is ``{"type": "conversation", "id", "title", "date", "messages":
     [{"role", "text"}, ...]}`` or ``{"type": "document", "id", "title",
-    "date", "text"}``. Strings must not be empty; dates are ISO 8601.
+    "date", "text"}``. Strings must not be empty nor hold a lone surrogate
+    (such text is not Unicode); dates are ISO 8601.
     """
     if not isinstance(obj, dict):
         return [("E312", "", f"a line must hold a JSON object, not {type(obj).__name__}")]
@@ -80,7 +86,7 @@ def validate_record(obj) -> list[RecordProblem]:
     for key in ("id", "title"):
         if key in obj:
             problems += _string_problem(key, f"/{key}", obj[key])
-    if "date" in obj and (msg := check_date(obj["date"])):
+    if "date" in obj and (msg := check_date(obj["date"])):  # an ISO date is ASCII: no surrogate passes
         problems.append(("E317", "/date", f"'date' {msg}"))
     if kind == Source.DOCUMENT and "text" in obj:
         problems += _string_problem("text", "/text", obj["text"])
