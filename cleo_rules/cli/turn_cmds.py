@@ -47,8 +47,12 @@ def _open_store(db, *, read_only: bool = False):
 @click.option("--k", "-k", default=5, show_default=True, type=click.IntRange(1, 100), help="Results per search.")
 @click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP)
 @click.option("--no-trace", is_flag=True, help="Do not record traces in the store (it is then opened read-only).")
+@click.option("--trace-redact", is_flag=True,
+              help="Keep no message, query or anchor text in the traces (kinds, rules, ids, scores, timings stay).")
+@click.option("--trace-max-chars", type=click.IntRange(1), default=None, metavar="N",
+              help="Keep at most N characters of each traced text (default 2000).")
 @click.option("--timings", is_flag=True, help="Add per-stage timings (seconds) to each output line.")
-def turn(message, db, jsonl, history, k, pack, no_trace, timings):
+def turn(message, db, jsonl, history, k, pack, no_trace, trace_redact, trace_max_chars, timings):
     """Run turns end to end: classify, shape the query, search, build the context.
 
     Each output line has kind, rule, query (null when no search was made),
@@ -70,7 +74,10 @@ def turn(message, db, jsonl, history, k, pack, no_trace, timings):
         raise UsageError("give a MESSAGE, or --jsonl to read turns from stdin")
     pack_obj, found = _load_pack(pack)
     used = pack_record(pack_obj, found)
-    recall = Recall(_open_store(db, read_only=no_trace), pack_obj, k=k, trace=not no_trace)
+    from ..trace import DEFAULT_MAX_CHARS
+
+    trace = {"enabled": not no_trace, "redact": trace_redact, "max_chars": trace_max_chars or DEFAULT_MAX_CHARS}
+    recall = Recall(_open_store(db, read_only=no_trace), pack_obj, k=k, trace=trace)
 
     failed = 0
 
