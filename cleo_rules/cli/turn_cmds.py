@@ -315,13 +315,17 @@ def relevance_sample(db, n, since, seed, out):
     """
     from ..relevance import sample_pairs
 
-    store = _open_store(db)
-    pairs = sample_pairs(store, n, since=_since(since), seed=seed)
+    with _open_store(db, read_only=True) as store:
+        pairs = sample_pairs(store, n, since=_since(since), seed=seed)
     text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     if out == "-":
         click.echo(text, nl=False)
     else:
-        Path(out).write_text(text, encoding="utf-8")
+        try:
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     click.echo(f"{len(pairs)} pairs sampled" + ("" if out == "-" else f" to {out}"), err=True)
 
 
@@ -338,8 +342,8 @@ def relevance_score(db, judgments, as_json):
     """
     from ..relevance import score_judgments
 
-    store = _open_store(db)
-    report = score_judgments(store.db, judgments)
+    with _open_store(db, read_only=True) as store:
+        report = score_judgments(store.db, judgments)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
