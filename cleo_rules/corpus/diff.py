@@ -179,6 +179,25 @@ def _git(args, cwd) -> bytes:
     return res.stdout
 
 
+def _revision(spec: str, rev: str, top: Path) -> str:
+    """The tree ``rev`` names, as a hex object id, verified before git is given anything else.
+
+    A revision is never passed where git could read it as an option: one
+    starting with ``-`` is refused, and it is resolved with ``--verify`` after
+    ``--end-of-options``, so only the id git resolved it to reaches ``git archive``.
+    """
+    if rev.startswith("-") or any(ord(c) < 32 for c in rev):
+        raise UsageError(f"{spec}: {rev!r} is not a git revision")
+    try:
+        out = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{tree}}"], top)
+    except UsageError:
+        raise UsageError(f"{spec}: {rev!r} is not a revision of the git repository at {top}") from None
+    tree = out.decode("ascii", "replace").strip()
+    if not (tree and all(c in "0123456789abcdef" for c in tree)):  # pragma: no cover - git gives an id or fails
+        raise UsageError(f"{spec}: git could not resolve {rev!r}")
+    return tree
+
+
 def _is_git_spec(spec: str) -> bool:
     if os.path.exists(spec) or ":" not in spec:
         return False
@@ -200,7 +219,8 @@ def pack_dir(spec: str):
         rel = path.strip("/") or "."
     if rel.startswith(".."):
         raise UsageError(f"{spec}: {path} is outside the git repository at {top}")
-    data = _git(["archive", "--format=tar", rev, "--", rel], top)
+    tree = _revision(spec, rev, top)
+    data = _git(["archive", "--format=tar", "--end-of-options", tree, rel], top)  # after the tree id: paths
     with tempfile.TemporaryDirectory(prefix="cleo-rules-pack-") as tmp:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
