@@ -69,8 +69,9 @@ def test_classify_jsonl_in_order_with_bad_lines_reported():
     out = [json.loads(x) for x in result.stdout.splitlines()]
     assert [o.get("kind") for o in out] == ["follow_up", None, "correction", None, "substantive", "follow_up"]
     assert out[0]["query"] == "Quotes for van insurance\nTell me more"
-    assert out[1] == {"line": 2, "error": "Expecting value: line 1 column 1 (char 0)"}
-    assert out[3] == {"line": 4, "error": '"message" must be a string'}
+    assert out[1] == {"error": {"code": "E311", "message": "not valid JSON at column 1: Expecting value"}, "line": 2}
+    assert out[3] == {"error": {"code": "E320", "message": '"message" is a number, not a string',
+                                "pointer": "/message"}, "line": 4}
     assert out[5]["query"] == "Yes, the second one."
     assert all({"kind", "rule", "query", "anchor"} <= set(o) for o in out if "error" not in o)
 

@@ -57,3 +57,67 @@ def load_lenient(found, *, quiet: bool = False):
         if n > 10:
             click.echo(f"  ... and {n - 10} more", err=True)
     return pack, problems
+
+
+# -- JSON Lines streams (classify --jsonl, turn --jsonl) ------------------------------------------
+
+
+def stream_lines(stream):
+    """``(line number, (message, history) or error)`` for each non-blank line of a ``--jsonl`` stream.
+
+    Lines are read one at a time from the stream's bytes (so a line that is
+    not UTF-8 is that line's error, not the end of the stream) through
+    :func:`cleo_rules.jsonl.read_lines`. Only the shape is checked here: an
+    object with a ``"message"`` string and an optional ``"history"`` array (or
+    null); what a history item may be is the library's to judge.
+    """
+    from ..jsonl import JsonLineError, read_lines
+
+    for number, value in read_lines(getattr(stream, "buffer", stream)):
+        if isinstance(value, JsonLineError):
+            yield number, value
+            continue
+        if not isinstance(value, dict):
+            yield number, JsonLineError("E320", f'a line must be an object {{"message": ..., "history": [...]}}, '
+                                                f"not {_json_type(value)}", line=number)
+            continue
+        message, history = value.get("message"), value.get("history")
+        if not isinstance(message, str):
+            what = "missing" if "message" not in value else f"{_json_type(message)}, not a string"
+            yield number, JsonLineError("E320", f'"message" is {what}', line=number, pointer="/message")
+            continue
+        if history is None:
+            history = []
+        if not isinstance(history, list):
+            yield number, JsonLineError("E320", f'"history" must be an array of earlier messages, oldest first, '
+                                                f"not {_json_type(history)}", line=number, pointer="/history")
+            continue
+        yield number, (message, history)
+
+
+def history_error(exc: Exception, number: int):
+    """The error of a line whose history the library refused (a ``TypeError`` or ``ValueError``)."""
+    from ..jsonl import JsonLineError
+
+    return JsonLineError("E321", f"history: {exc}", line=number, pointer="/history")
+
+
+def error_line(error) -> str:
+    """The output line for a line that failed: ``{"error": {...}, "line": n}``."""
+    import json
+
+    return json.dumps({"error": error.to_dict(), "line": error.line}, ensure_ascii=False)
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
