@@ -22,6 +22,7 @@ is that walk with a recorder.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import logging
 import re
@@ -72,24 +73,32 @@ class _Timeout(Exception):
 
 
 class _KindCache:
-    """The kinds of messages seen before, remembered by a 16-byte digest.
+    """The kinds of messages seen before, bounded by count and by bytes.
 
-    A message's kind depends only on whether it is long enough to be read,
-    on its first ``max_scan_chars`` characters and on whether it goes on past
-    them, so the key is the digest of those characters and a flag: an entry costs the same for a one-line message and a 1 MB
-    one, and no message is kept alive by the cache. Least recently used
-    entries go first; safe to share between threads.
+    A message of at most ``short`` characters (nearly every chat message) is
+    its own key: the standard LRU cache, whose lookups reuse the string's
+    stored hash, holds at most ``size`` of them, so at most ``size * short``
+    characters. A longer one is remembered by a 16-byte digest: its kind
+    depends only on whether it is long enough to be read, on its first
+    ``max_scan_chars`` characters and on whether it goes on past them, so the
+    key is the digest of those characters and a flag, and no long message is
+    kept alive by the cache. Least recently used entries go first; safe to
+    share between threads.
     """
 
-    def __init__(self, kind_of, min_chars: int, max_scan_chars: int, size: int = 4096):
+    def __init__(self, kind_of, min_chars: int, max_scan_chars: int, size: int = 4096, short: int = 512):
         self._kind_of = kind_of
         self._min_chars = min_chars
         self._scan = max_scan_chars
         self._size = size
-        self._kinds: OrderedDict[bytes, str] = OrderedDict()
+        self._shortest = short
+        self._short = functools.lru_cache(maxsize=size)(kind_of)
+        self._long: OrderedDict[bytes, str] = OrderedDict()
         self._lock = threading.Lock()
 
     def kind(self, message: str) -> str:
+        if len(message) <= self._shortest:
+            return self._short(message)
         if visible_length(message) < self._min_chars:
             return SKIP
         scanned = message[: self._scan]
@@ -97,23 +106,24 @@ class _KindCache:
         if len(message) > self._scan:  # a longer message is read as one past the scan
             key += b"+"
         with self._lock:
-            kind = self._kinds.get(key)
+            kind = self._long.get(key)
             if kind is not None:
-                self._kinds.move_to_end(key)
+                self._long.move_to_end(key)
                 return kind
         kind = self._kind_of(message)
         with self._lock:
-            self._kinds[key] = kind
-            if len(self._kinds) > self._size:
-                self._kinds.popitem(last=False)
+            self._long[key] = kind
+            if len(self._long) > self._size:
+                self._long.popitem(last=False)
         return kind
 
     def __len__(self) -> int:
-        return len(self._kinds)
+        return self._short.cache_info().currsize + len(self._long)
 
     def clear(self) -> None:
+        self._short.cache_clear()
         with self._lock:
-            self._kinds.clear()
+            self._long.clear()
 
 
 class Matcher:

@@ -95,13 +95,18 @@ def test_12_history_cache_keys_are_small_and_bounded():
     for m in big:
         assert cache.kind(m) == "substantive"
     assert len(cache) == 8  # least recently used entries went
-    assert all(len(k) <= 17 for k in cache._kinds)  # a digest and a flag, never the message
+    assert all(len(k) <= 17 for k in cache._long)  # a digest and a flag, never the message
     assert cache.kind(big[-1]) == "substantive" and len(seen) == 20  # remembered
     assert cache.kind(big[-1][:3000] + "a different ending") == "substantive" and len(seen) == 21
-    assert cache.kind("  short  ") == "skip"
+    assert cache.kind("  " + "\u200b" * 600 + "short  ") == "skip"  # long, but five visible characters
     # a message that goes on past the scan is told apart from its first 4000 characters
     assert cache.kind("y" * 4000) == "substantive" and cache.kind("y" * 4001) == "substantive"
     assert len(seen) == 23
+    # short messages are their own keys, at most `size` of them: a bound in bytes too
+    for i in range(20):
+        assert cache.kind(f"message number {i} of twenty, short enough to be its own key") == "substantive"
+    assert cache._short.cache_info().currsize == 8 and len(seen) == 43
+    assert len(cache) == 16
 
 
 def test_12_history_kinds_match_the_message_kinds():
