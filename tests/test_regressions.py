@@ -111,7 +111,12 @@ def test_a_missing_file_is_created_and_an_empty_list_filled(tmp_path):
     shutil.copytree(rules_dir(), tmp_path / "rules")
     pack = load_pack(tmp_path / "rules")
     path = regressions_path(pack)
-    assert not path.exists()
+    # no corpus beside the pack: none is started with one case (the pack's coverage would fail)
+    with pytest.raises(CleoError) as caught:
+        save_regression(pack, regression_entry("Thanks!", [], "skip", pack=pack))
+    assert caught.value.code == "E203" and str(caught.value) == f"no corpus at {tmp_path / 'corpus'}"
+    assert not path.parent.exists()
+    path.parent.mkdir()
     save_regression(pack, regression_entry("Thanks!", [], "skip", pack=pack))
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert data["kind"] == "corpus" and [c["id"] for c in data["cases"]] == ["regression/thanks"]

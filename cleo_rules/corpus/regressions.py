@@ -187,10 +187,12 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
     """Append ``entry`` (see :func:`regression_entry`) to the pack's ``regressions.yaml``, or only render it.
 
     ``write=False`` writes nothing and returns the YAML. The file (default:
-    :func:`regressions_path`) is created with a header when missing. Raises
-    :class:`~cleo_rules.errors.UsageError` (E205) for the bundled pack of an
-    installed cleo-rules and :class:`~cleo_rules.errors.CleoError` (E206)
-    when the file's layout would not take the case; nothing is written then.
+    :func:`regressions_path`) is created with a header when the corpus
+    directory has none. Raises :class:`~cleo_rules.errors.UsageError` (E205)
+    for the bundled pack of an installed cleo-rules, and
+    :class:`~cleo_rules.errors.CleoError` when the pack has no corpus
+    directory (E203: ``cleo-rules corpus build`` makes one) or the file's
+    layout would not take the case (E206); nothing is written then.
     """
     from .files import display
 
@@ -200,6 +202,9 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
         return Saved(entry["id"], block, target, False)
     _refuse_installed(pack, target)
     shown = display(target)
+    if not target.parent.is_dir():
+        # a corpus holds the generated cases too: one started with a single case would fail the pack's coverage
+        raise CleoError(f"no corpus at {display(target.parent)}", code="E203")
     with _lock:
         try:
             old = target.read_text(encoding="utf-8")
@@ -211,7 +216,6 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
         text = (old.rstrip("\n") + "\n\n" if old is not None else _header(target)) + block
         if old is not None and re.search(r"^cases:\s*\[\s*\]\s*$", old, re.M):
             text = re.sub(r"^cases:\s*\[\s*\]\s*$", "cases:", old.rstrip("\n"), count=1, flags=re.M) + "\n" + block
-        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         tmp = Path(tmp_name)
         try:
