@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import struct
 import time
 from pathlib import Path
 
@@ -128,6 +129,14 @@ def test_the_playground_command_needs_a_pack_that_is_there(tmp_path):
     helped = CliRunner().invoke(cli, ["playground", "--help"])
     assert helped.exit_code == 0 and "cleo-rules playground --pack rules/" in helped.output
     assert "Nothing is opened" in helped.output
+
+
+def test_the_readme_shows_a_screenshot_the_browser_tests_take():
+    readme = (STATIC.parents[2] / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"^!\[The playground[^\]]*\]\((docs/[^)]+\.png)\)$", readme, re.M)
+    assert shown, "the README's playground section has no screenshot"
+    head = (STATIC.parents[2] / shown.group(1)).read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1280, 800)
 
 
 # -- what the page reads ----------------------------------------------------------------------------
