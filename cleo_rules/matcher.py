@@ -95,7 +95,7 @@ class Matcher:
         words = referent_words or {}
         self.referents = ReferentFinder(
             referent_rules, common=common, dictionary=self._names[2], function_words=function_words,
-            proper=self._names[3],
+            proper=self._names[3], nouns=self.lexicon.get("nouns", frozenset()),
             time_words=words.get("time_words", ()), clause_verbs=words.get("clause_verbs", ()),
             max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0)
         self.vocab_sets = tuple(vocab_sets)

@@ -77,7 +77,8 @@ def _shouted(text: str) -> bool:
 
 def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_words=frozenset(),
           dictionary: frozenset[str] | set[str] | None = None,
-          proper: frozenset[str] | set[str] = frozenset()) -> list[NameSpan]:
+          proper: frozenset[str] | set[str] = frozenset(),
+          nouns: frozenset[str] | set[str] = frozenset()) -> list[NameSpan]:
     """The names in ``text`` as typed, in order (see the module docstring).
 
     ``common`` are common English words (lower case): a sentence-initial
@@ -87,7 +88,9 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
     capitalised word alone at the start of a sentence is a name only when it
     is not in ``dictionary`` (default: ``common``): with the lexicon's nouns
     there, "Injuries continued..." names nothing. A word typed in lower case is
-    a name when it is in ``proper`` (the lexicon's proper nouns: "leeds").
+    a name when it is in ``proper`` (the lexicon's proper nouns: "leeds"). A
+    common word opening a sentence is dropped from the front of a name unless
+    it is among ``nouns`` ("Martin Hale" stays whole; "Then Scarva" is "Scarva").
     """
     if _shouted(text):
         lowered = text.lower()
@@ -106,8 +109,9 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
             w = words[0]
             low = w.lower().rstrip(".")
             low = _bare(low)
-            if low in _NEVER or low in common and initial or low in function_words or (initial and low in common) or \
-                    (low in ("the", "a", "an") and len(words) > 1):
+            # a common word that can be a noun ("Martin", "Golden") may be the first part of a name
+            opener = initial and low in common and (len(words) == 1 or low not in nouns)
+            if low in _NEVER or low in function_words or opener or (low in ("the", "a", "an") and len(words) > 1):
                 start = text.index(w, start) + len(w)
                 start = len(text) - len(text[start:].lstrip())
                 words = words[1:]

@@ -142,10 +142,12 @@ class ReferentFinder:
     """Finds referents with one pack's referent rules; thread-safe, immutable but for its cache."""
 
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
-                 proper=frozenset(), time_words=(), clause_verbs=(), max_words: int = 12, timeout: float = 0.05):
+                 proper=frozenset(), nouns=frozenset(), time_words=(), clause_verbs=(), max_words: int = 12,
+                 timeout: float = 0.05):
         self.rules = tuple(rules)
         self._common = frozenset(common)
         self._proper = frozenset(proper)
+        self._nouns = frozenset(nouns)
         self._dictionary = frozenset(dictionary) | self._common
         self._function = frozenset(function_words)
         self._time = frozenset(w.lower() for w in time_words)
@@ -160,11 +162,11 @@ class ReferentFinder:
     def names(self, text: str) -> tuple:
         """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
         if len(text) > CACHE_CHARS:
-            return tuple(names(text, self._common, self._function, self._dictionary, self._proper))
+            return tuple(names(text, self._common, self._function, self._dictionary, self._proper, self._nouns))
         with self._lock:
             hit = self._names.get(text)
         if hit is None:
-            hit = tuple(names(text, self._common, self._function, self._dictionary, self._proper))
+            hit = tuple(names(text, self._common, self._function, self._dictionary, self._proper, self._nouns))
             with self._lock:
                 self._names[text] = hit
                 if len(self._names) > CACHE_ITEMS:
@@ -191,7 +193,7 @@ class ReferentFinder:
 
     def _read_text(self, text: str, reply: bool) -> _Reading:
         found: list[Mention] = []
-        for n in names(text, self._common, self._function, self._dictionary, self._proper):
+        for n in names(text, self._common, self._function, self._dictionary, self._proper, self._nouns):
             key = _key(n.text)
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
                 continue

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .jsonl import JsonLineError, read_lines
 from .retrieval.memory import Memory
-from .retrieval.schema import TABLES, Source
+from .retrieval.schema import TABLES, Source, sqlite_errors
 from .trace import read_traces
 
 KINDS = ("substantive", "follow_up", "correction")
@@ -74,7 +75,8 @@ def sample_pairs(memory: Memory, n: int, *, since: str | None = None, seed: int 
     """
     if n < 1:
         raise UsageError(f"--n must be at least 1, not {n}")
-    pairs = traced_pairs(memory.db, since=since)
+    with sqlite_errors(_db_dir(memory.db)):
+        pairs = traced_pairs(memory.db, since=since)
     rng = random.Random(seed)
     chosen = rng.sample(pairs, min(n, len(pairs)))
     chosen.sort(key=lambda p: (p["trace_id"], p["rank"]))
@@ -146,29 +148,55 @@ class RelevanceReport:
         return "\n".join(line.rstrip() for line in lines)
 
 
+def _db_dir(db) -> str:
+    """The directory of a store's database, for messages."""
+    try:
+        name = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    except Exception:  # noqa: BLE001 - only a name for a message
+        return "the memory store"
+    return str(Path(name).parent) if name else "the memory store"
+
+
+def _judgment(row, where: str) -> dict:
+    """One judgment checked: ``{"pair": str, "relevant": bool}``; ``where`` prefixes the error."""
+    if not isinstance(row, dict) or "pair" not in row:
+        raise UsageError(f"{where}each line needs a \"pair\" id as written by 'relevance sample'")
+    pair = row["pair"]
+    if not isinstance(pair, str) or not pair:
+        raise UsageError(f"{where}\"pair\" must be the id string 'relevance sample' wrote (such as \"12:1\"), "
+                         f"not {json.dumps(pair)[:60]}")
+    if not isinstance(row.get("relevant"), bool):
+        raise UsageError(f"{where}pair {pair}: \"relevant\" must be true or false, "
+                         f"not {json.dumps(row.get('relevant'))[:60]}")
+    return {"pair": pair, "relevant": row["relevant"]}
+
+
 def read_judgments(path: str | Path) -> list[dict]:
-    """Read a judgments JSONL file; every line needs ``pair`` and a boolean ``relevant``."""
+    """Read a judgments JSONL file; every line needs a ``pair`` id string and a boolean ``relevant``.
+
+    Lines are read by :func:`cleo_rules.jsonl.read_lines` (UTF-8, bounded
+    nesting, a byte order mark dropped). Any bad line, a pair judged twice,
+    or a file with no judgments at all is a :class:`~cleo_rules.errors.UsageError`
+    that names the file and line.
+    """
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"judgments file not found: {path}")
     rows, seen = [], set()
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
-            if not isinstance(row, dict) or "pair" not in row:
-                raise UsageError(f"{path}:{lineno}: each line needs a \"pair\" id as written by 'relevance sample'")
-            if not isinstance(row.get("relevant"), bool):
-                raise UsageError(f"{path}:{lineno}: pair {row['pair']}: \"relevant\" must be true or false, "
-                                 f"not {json.dumps(row.get('relevant'))}")
-            if row["pair"] in seen:
-                raise UsageError(f"{path}:{lineno}: pair {row['pair']} is judged twice")
-            seen.add(row["pair"])
-            rows.append({"pair": str(row["pair"]), "relevant": row["relevant"], "line": lineno})
+    try:
+        with path.open("rb") as fh:
+            for lineno, value in read_lines(fh):
+                if isinstance(value, JsonLineError):
+                    raise UsageError(f"{path}:{lineno}: {value}", code=value.code)
+                row = _judgment(value, f"{path}:{lineno}: ")
+                if row["pair"] in seen:
+                    raise UsageError(f"{path}:{lineno}: pair {row['pair']} is judged twice")
+                seen.add(row["pair"])
+                rows.append({**row, "line": lineno})
+    except OSError as exc:
+        raise UsageError(f"cannot read judgments file {path}: {exc.strerror or exc}") from None
+    if not rows:
+        raise UsageError(f"no judgments in {path}: it has no lines; judge the lines 'relevance sample' wrote")
     return rows
 
 
@@ -178,12 +206,21 @@ def score_judgments(db, judgments: str | Path | Iterable[dict]) -> RelevanceRepo
     ``judgments`` is a path to a JSONL file or an iterable of
     ``{"pair", "relevant"}`` dicts. A pair that is not in the traces is an
     error: it would mean the file was sampled from a different database.
+    Malformed judgments, and no judgments at all, raise
+    :class:`~cleo_rules.errors.UsageError`.
     """
-    rows = read_judgments(judgments) if isinstance(judgments, (str, Path)) else list(judgments)
-    known = {p["pair"]: p for p in traced_pairs(db)}
+    if isinstance(judgments, (str, Path)):
+        rows = read_judgments(judgments)
+    else:
+        rows = [{**_judgment(row, f"judgment {n}: "), **({"line": row["line"]} if "line" in row else {})}
+                for n, row in enumerate(judgments, 1)]
+        if not rows:
+            raise UsageError("no judgments to score")
+    with sqlite_errors(_db_dir(db)):
+        known = {p["pair"]: p for p in traced_pairs(db)}
     report = RelevanceReport()
     for row in rows:
-        pair = known.get(str(row["pair"]))
+        pair = known.get(row["pair"])
         if pair is None:
             where = f"line {row['line']}: " if "line" in row else ""
             raise UsageError(f"{where}pair {row['pair']} is not in the traces of this database")

@@ -13,6 +13,9 @@ Table ``traces`` (created on first write)::
     pack, pack_version, pack_hash
     query         the query searched; NULL when no search was made
     anchor        the earlier message combined into the query, if any
+    parts         JSON list of the query's parts, in template order: {"name" (anchor,
+                  referent, message), "text", "source" (message, user, assistant),
+                  "turn", "index", "span", "rule"}: where each came from
     k             how many results were asked for
     results       JSON list of {"source", "id", "item", "score"}, best first
     n_results     len(results)
@@ -22,6 +25,22 @@ Table ``traces`` (created on first write)::
 Writing a trace never fails a turn: any error is logged as a warning on the
 ``cleo_rules`` logger and :meth:`Tracer.record` returns ``None``. A disabled
 tracer writes nothing and creates no table.
+
+What a trace keeps of the user's text is bounded and can be withheld
+(:class:`TraceSettings`, given to :class:`~cleo_rules.turn.Recall` as
+``trace={"redact": True}`` or ``trace={"max_chars": 500}``):
+
+* ``max_chars`` (default :data:`DEFAULT_MAX_CHARS`): the message, the query,
+  the anchor and each part's text are each cut to at most this many characters (the last one
+  an ellipsis), and ``note`` says so; a 10 MB message costs the database a
+  few kilobytes, not 40 MB;
+* ``redact``: the message, the query, the anchor and each part's text are
+  stored as ``"[redacted]"`` (the query stays NULL when no search was made);
+  kinds, rules, pack, where each part came from, result ids, scores and
+  timings are kept. Redacted traces
+  cannot be judged by :mod:`cleo_rules.relevance`, which shows the query.
+
+Lone surrogates (text that is not Unicode) are stored as U+FFFD.
 """
 
 from __future__ import annotations
@@ -29,7 +48,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from .jsonl import without_lone_surrogates
 
 log = logging.getLogger("cleo_rules")
 
@@ -46,6 +68,7 @@ COLUMNS = {
     "pack_hash": str,
     "query": str,
     "anchor": str,
+    "parts": str,
     "k": int,
     "results": str,
     "n_results": int,
@@ -59,6 +82,39 @@ COLUMNS = {
 
 TIMING_COLUMNS = ("classify", "embed", "search", "metadata", "context")
 
+DEFAULT_MAX_CHARS = 2_000
+"""Characters of the message, the query and the anchor a trace keeps, each."""
+
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """How turns are traced: ``enabled``, ``redact`` the user's text, keep at most ``max_chars`` of it."""
+
+    enabled: bool = True
+    redact: bool = False
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    def __post_init__(self):
+        if not isinstance(self.max_chars, int) or isinstance(self.max_chars, bool) or self.max_chars < 1:
+            raise ValueError(f"trace max_chars must be a positive number of characters, not {self.max_chars!r}")
+
+    @classmethod
+    def of(cls, value) -> "TraceSettings":
+        """Settings from ``True``/``False``, a mapping such as ``{"redact": True}``, or settings."""
+        if isinstance(value, TraceSettings):
+            return value
+        if isinstance(value, bool) or value is None:
+            return cls(enabled=bool(value))
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"enabled", "redact", "max_chars"}
+            if unknown:
+                raise ValueError(f"unknown trace setting(s) {', '.join(sorted(map(str, unknown)))}; "
+                                 "known: enabled, redact, max_chars")
+            return cls(**{str(k): v for k, v in value.items()})
+        raise TypeError(f"trace must be True, False or a mapping of settings, not {type(value).__name__}")
+
 
 def now_iso() -> str:
     """The current UTC time as ISO 8601 with microseconds."""
@@ -66,10 +122,15 @@ def now_iso() -> str:
 
 
 def ensure_table(db) -> None:
-    """Create the ``traces`` table and its index on ``time`` if they are missing."""
+    """Create the ``traces`` table and its index on ``time`` if they are missing; add columns an older table lacks."""
     if TABLE not in db.table_names():
         db[TABLE].create(COLUMNS, pk="id", not_null={"time", "message", "kind"}, if_not_exists=True)
         db[TABLE].create_index(["time"], if_not_exists=True)
+        return
+    have = set(db[TABLE].columns_dict)
+    for name, kind in COLUMNS.items():
+        if name not in have:  # a store traced by an earlier version
+            db[TABLE].add_column(name, kind)
 
 
 def result_refs(results: Sequence) -> list[dict]:
@@ -83,33 +144,60 @@ def result_refs(results: Sequence) -> list[dict]:
 class Tracer:
     """Writes one row per turn into ``db`` (a :class:`sqlite_utils.Database`).
 
-    ``enabled=False`` makes :meth:`record` a no-op. The table is created on
-    the first write, not before, so a store that never traces has no table.
+    ``enabled=False`` makes :meth:`record` a no-op. ``redact`` and
+    ``max_chars`` bound what is kept of the user's text (see the module's
+    notes). The table is created on the first write, not before, so a
+    store that never traces has no table.
     """
 
-    def __init__(self, db, *, enabled: bool = True):
+    def __init__(self, db, *, enabled: bool = True, redact: bool = False, max_chars: int = DEFAULT_MAX_CHARS):
+        self.settings = TraceSettings(enabled=bool(enabled), redact=bool(redact), max_chars=max_chars)
         self.db = db
-        self.enabled = bool(enabled) and db is not None
+        self.enabled = self.settings.enabled and db is not None
         self._ready = False
         self.failures = 0  # writes that failed and were logged
 
+    @classmethod
+    def from_settings(cls, db, settings) -> "Tracer":
+        """A tracer for ``settings``: anything :meth:`TraceSettings.of` takes."""
+        s = TraceSettings.of(settings)
+        return cls(db, enabled=s.enabled, redact=s.redact, max_chars=s.max_chars)
+
+    def _text(self, value: str | None, cut: list[str], name: str) -> str | None:
+        if value is None:
+            return None
+        if self.settings.redact:
+            return REDACTED
+        value = without_lone_surrogates(value)
+        limit = self.settings.max_chars
+        if len(value) > limit:
+            cut.append(name)
+            return value[: limit - 1] + "\u2026"
+        return value
+
     def row(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int) -> dict:
         """The row that :meth:`record` would write (no database access)."""
+        cut: list[str] = []
         row = {
             "time": time,
-            "message": decision.message,
+            "message": self._text(decision.message, cut, "message"),
             "kind": decision.kind,
             "rule": decision.rule,
             "pack": decision.pack,
             "pack_version": decision.pack_version,
             "pack_hash": decision.pack_hash,
-            "query": decision.query,
-            "anchor": decision.anchor,
+            "query": self._text(decision.query, cut, "query"),
+            "anchor": self._text(decision.anchor, cut, "anchor"),
+            "parts": json.dumps([dict(p.to_dict(), text=self._text(p.text, cut, f"{p.name} part"))
+                                 for p in getattr(decision, "parts", ())], ensure_ascii=False),
             "k": int(k),
             "results": json.dumps(result_refs(results), ensure_ascii=False),
             "n_results": len(results),
             "note": decision.note,
         }
+        if cut:
+            what = f"{', '.join(cut)} cut to {self.settings.max_chars} characters in this trace"
+            row["note"] = f"{row['note']}; {what}" if row["note"] else what
         for stage in TIMING_COLUMNS:
             value = timings.get(stage)
             row[f"{stage}_s"] = None if value is None else float(value)
@@ -124,7 +212,7 @@ class Tracer:
             if not self._ready:
                 ensure_table(self.db)
                 self._ready = True
-            with self.db.conn:
+            with self.db.conn:  # one INSERT: a deferred transaction takes the write lock with it
                 cursor = self.db.conn.execute(
                     f"INSERT INTO [{TABLE}] ({', '.join(f'[{c}]' for c in row)}) VALUES ({', '.join('?' for _ in row)})",
                     list(row.values()),

@@ -20,7 +20,7 @@ decision has no query; the context block then says that no search was made.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from .context import build_context
 from .retrieval.memory import Memory, check_k, check_sources
 from .retrieval.schema import Source
-from .trace import Tracer, now_iso
+from .trace import Tracer, TraceSettings, now_iso
 
 if TYPE_CHECKING:
     from .decision import Decision
@@ -97,13 +97,16 @@ class Recall:
     ``pack`` a compiled :class:`~cleo_rules.pack.compile.Pack` (the bundled
     default when ``None``). ``k`` results are asked for per search, from
     ``sources``, with the store's score floor unless ``floor`` is given.
-    ``trace=False`` writes no traces. As in the store, a ``k`` that is not an
-    integer is a ``TypeError``; ``k < 1`` or an unknown source a ``ValueError``.
+    ``trace=False`` writes no traces; ``trace={"redact": True}`` keeps no
+    user text in them, ``trace={"max_chars": n}`` at most ``n`` characters of
+    each text (see :class:`~cleo_rules.trace.TraceSettings`). As in the
+    store, a ``k`` that is not an integer is a ``TypeError``; ``k < 1``, an
+    unknown source or an unknown trace setting a ``ValueError``.
     """
 
     def __init__(self, store: Memory, pack: Pack | None = None, *, k: int = DEFAULT_K,
                  sources: str | Sequence[str] = tuple(Source),
-                 floor: float | None = None, trace: bool = True):
+                 floor: float | None = None, trace: bool | Mapping | TraceSettings = True):
         self.k = check_k(k)
         self.sources = tuple(s.value for s in check_sources(sources))
         if pack is None:
@@ -113,7 +116,7 @@ class Recall:
         self.store = store
         self.pack = pack
         self.floor = floor
-        self.tracer = Tracer(getattr(store, "db", None), enabled=trace)
+        self.tracer = Tracer.from_settings(getattr(store, "db", None), trace)
 
     @classmethod
     def open(cls, db, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:

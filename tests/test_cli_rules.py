@@ -69,8 +69,9 @@ def test_classify_jsonl_in_order_with_bad_lines_reported():
     out = [json.loads(x) for x in result.stdout.splitlines()]
     assert [o.get("kind") for o in out] == ["follow_up", None, "correction", None, "substantive", "follow_up"]
     assert out[0]["query"] == "Quotes for van insurance\nTell me more"
-    assert out[1] == {"line": 2, "error": "Expecting value: line 1 column 1 (char 0)"}
-    assert out[3] == {"line": 4, "error": '"message" must be a string'}
+    assert out[1] == {"error": {"code": "E311", "message": "not valid JSON at column 1: Expecting value"}, "line": 2}
+    assert out[3] == {"error": {"code": "E320", "message": '"message" is a number, not a string',
+                                "pointer": "/message"}, "line": 4}
     assert out[5]["query"] == "Yes, the second one."
     assert all({"kind", "rule", "query", "anchor"} <= set(o) for o in out if "error" not in o)
 
@@ -127,3 +128,13 @@ def test_rule_commands_do_not_import_torch(argv):
     result = subprocess.run([sys.executable, "-c", code], input='{"message": "Tell me more"}\n',
                             capture_output=True, text=True, timeout=60)
     assert "HEAVY=\n" in result.stderr, result.stderr
+
+
+def test_classify_takes_the_assistants_reply_and_shows_where_the_referent_came_from():
+    result = run("classify", "Yes, go with the second one.", "-H", "Compare the two van insurance quotes",
+                 "-H", "assistant: Hadley quotes 2,140 a year and Cresswell 1,865.")
+    assert result.exit_code == 0
+    assert "referent: Cresswell  (from assistant turn 1, 31..40, by referent.position)" in result.output
+    assert "query:   Cresswell\n         Yes, go with the second one." in result.output
+    as_user = run("classify", "Yes, go with the second one.", "-H", "user: assistant: says hello")
+    assert "anchor:  assistant: says hello" in as_user.output

@@ -122,4 +122,4 @@ def test_old_pack_from_git(tmp_path, monkeypatch):
     assert result.output.splitlines()[0].split("  ->  ")[0].endswith(" HEAD:rules")
     assert "BROKEN  correction.already-tried/r-" in result.output
     bad = CliRunner().invoke(cli, ["corpus", "diff", "nosuchrev:rules", "rules"])
-    assert bad.exit_code != 0 and "git archive" in str(bad.exception)
+    assert bad.exit_code != 0 and "'nosuchrev' is not a revision of the git repository" in str(bad.exception)

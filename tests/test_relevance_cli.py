@@ -79,7 +79,7 @@ def test_bad_since_and_missing_store(store_dir, tmp_path, capsys):
     code, _, err = run(capsys, "relevance", "sample", "--db", str(store_dir), "--n", "1", "--since", "June")
     assert code == 2 and err.startswith("Error: --since must be an ISO date")
     code, _, err = run(capsys, "relevance", "sample", "--db", str(tmp_path / "nope"), "--n", "1")
-    assert code == 2 and err.startswith("Error: no memory store at")
+    assert code == 2 and err.startswith(f"Error: no memory store in {tmp_path / 'nope'}")
 
 
 def test_bad_judgments_file(store_dir, tmp_path, capsys):

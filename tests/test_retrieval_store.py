@@ -335,8 +335,9 @@ def test_open_errors(tmp_path, embedder):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "memory.db").write_bytes(b"this is not a sqlite database" * 100)
-    with pytest.raises(StoreError, match="cannot open memory database"):
+    with pytest.raises(StoreError, match="is damaged: SQLite says 'file is not a database'") as info:
         MemoryStore.open(bad)
+    assert info.value.code == "E303" and "restore the directory from a backup" in str(info.value)
     with pytest.raises(ValueError, match="overlap"):
         MemoryStore.open(tmp_path / "x", chunk_size=10, chunk_overlap=10)
     s = MemoryStore.open(tmp_path / "closed", embedder=embedder)

@@ -87,3 +87,30 @@ def test_read_traces_since_and_searched_only():
     assert [r["id"] for r in read_traces(db, since="2024-06-01")] == [2, 3]
     assert [r["id"] for r in read_traces(db, since="2024-06-01", searched_only=True)] == [3]
     assert list(read_traces(sqlite_utils.Database(memory=True))) == []
+
+
+def test_each_part_is_traced_with_where_it_came_from():
+    from cleo_rules import load_pack
+
+    d = load_pack().classify("Yes, go with the second one.", [
+        "Compare the two van insurance quotes",
+        {"role": "assistant", "content": "Hadley quotes 2,140 a year; Cresswell quotes 1,865."}])
+    db = sqlite_utils.Database(memory=True)
+    tid = Tracer(db).record(time="2024-06-01T09:00:00+00:00", decision=d, results=[], timings=TIMINGS, k=5)
+    parts = json.loads(db[TABLE].get(tid)["parts"])
+    assert [p["name"] for p in parts] == ["referent", "message"]
+    assert parts[0] | {"span": None} == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1,
+                                         "index": 1, "span": None, "rule": "referent.position"}
+    redacted = Tracer(db, redact=True)
+    row = redacted.row(time="t", decision=d, results=[], timings=TIMINGS, k=5)
+    assert [p["text"] for p in json.loads(row["parts"])] == ["[redacted]", "[redacted]"]
+    assert json.loads(row["parts"])[0]["rule"] == "referent.position"
+
+
+def test_an_older_traces_table_gains_the_parts_column():
+    from cleo_rules.trace import ensure_table
+
+    db = sqlite_utils.Database(memory=True)
+    db[TABLE].create({"id": int, "time": str, "message": str, "kind": str}, pk="id")
+    ensure_table(db)
+    assert "parts" in db[TABLE].columns_dict and "referent" not in db[TABLE].columns_dict

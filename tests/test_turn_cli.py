@@ -94,9 +94,9 @@ def test_no_trace(tmp_path, capsys, monkeypatch, embedder):
 
 
 @pytest.mark.parametrize("argv, stdin, message", [
-    (["--jsonl"], '{"message": "ok fine then"}\nnot json\n', "Error: stdin line 2: not valid JSON"),
-    (["--jsonl"], '{"text": "hello there"}\n', "Error: stdin line 1: expected {\"message\""),
-    (["--jsonl"], '{"message": "hello there", "history": "earlier"}\n', "Error: stdin line 1: \"history\" must be a list"),
+    (["--jsonl"], '{"message": "ok fine then"}\nnot json\n', "line 2: not valid JSON at column 1"),
+    (["--jsonl"], '{"text": "hello there"}\n', "line 1: \"message\" is missing"),
+    (["--jsonl"], '{"message": "hello there", "history": "earlier"}\n', "line 1: \"history\" must be an array"),
     (["--jsonl", "hello there"], "", "Error: give a MESSAGE or --jsonl, not both"),
     ([], "", "Error: give a MESSAGE, or --jsonl"),
 ])
@@ -107,5 +107,5 @@ def test_usage_errors(store_dir, capsys, monkeypatch, argv, stdin, message):
 
 def test_missing_store(tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, monkeypatch, ["turn", "--db", str(tmp_path / "none"), "hello there"])
-    assert code == 2 and err.startswith("Error: no memory store at")
+    assert code == 2 and err.startswith(f"Error: no memory store in {tmp_path / 'none'}")
     assert not (tmp_path / "none").exists()

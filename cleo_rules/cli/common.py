@@ -16,7 +16,28 @@ PACK_HELP = ("Rule pack: a directory, its pack.yaml, or an installed pack's name
 
 pack_option = click.option("--pack", "pack_dir", default=None, metavar="DIR|NAME", help=PACK_HELP)
 history_option = click.option("--history", "-H", multiple=True, metavar="TEXT",
-                              help="An earlier user message, oldest first; repeat for more.")
+                              help="An earlier turn, oldest first; repeat for more. A user message, or the "
+                                   "assistant's reply when it starts with 'assistant:' ('user:' marks a user "
+                                   "message that would otherwise look like one).")
+
+
+def history_items(texts) -> list:
+    """``-H`` values as history items: ``"assistant: ..."`` is the assistant's reply, anything else the user's.
+
+    A leading ``"user: "`` is dropped, so a user message that itself starts
+    with "assistant:" can be given as ``"user: assistant: ..."``.
+    """
+    items: list = []
+    for text in texts:
+        head, sep, rest = text.partition(":")
+        role = head.strip().lower()
+        if sep and role == "assistant":
+            items.append({"role": "assistant", "content": rest.strip()})
+        elif sep and role == "user":
+            items.append(rest.strip())
+        else:
+            items.append(text)
+    return items
 
 
 def find(spec):
@@ -57,3 +78,69 @@ def load_lenient(found, *, quiet: bool = False):
         if n > 10:
             click.echo(f"  ... and {n - 10} more", err=True)
     return pack, problems
+
+
+# -- JSON Lines streams (classify --jsonl, turn --jsonl) ------------------------------------------
+
+
+def stream_lines(stream):
+    """``(line number, (message, history) or error)`` for each non-blank line of a ``--jsonl`` stream.
+
+    Lines are read one at a time from the stream's bytes (so a line that is
+    not UTF-8 is that line's error, not the end of the stream) through
+    :func:`cleo_rules.jsonl.read_lines`. Only the shape is checked here: an
+    object with a ``"message"`` string and an optional ``"history"`` array (or
+    null); what a history item may be is the library's to judge.
+    """
+    from ..jsonl import JsonLineError, read_lines
+
+    for number, value in read_lines(getattr(stream, "buffer", stream)):
+        if isinstance(value, JsonLineError):
+            yield number, value
+            continue
+        if not isinstance(value, dict):
+            yield number, JsonLineError("E320", f'a line must be an object {{"message": ..., "history": [...]}}, '
+                                                f"not {_json_type(value)}", line=number)
+            continue
+        message, history = value.get("message"), value.get("history")
+        if not isinstance(message, str):
+            what = "missing" if "message" not in value else f"{_json_type(message)}, not a string"
+            yield number, JsonLineError("E320", f'"message" is {what}', line=number, pointer="/message")
+            continue
+        if history is None:
+            history = []
+        if not isinstance(history, list):
+            yield number, JsonLineError("E320", f'"history" must be an array of earlier messages, oldest first, '
+                                                f"not {_json_type(history)}", line=number, pointer="/history")
+            continue
+        yield number, (message, history)
+
+
+def history_error(exc: Exception, number: int):
+    """The error of a line whose history the library refused (a ``TypeError`` or ``ValueError``)."""
+    from ..jsonl import JsonLineError
+
+    index = getattr(exc, "index", None)  # a HistoryError names the item
+    pointer = f"/history/{index}" if isinstance(index, int) else "/history"
+    return JsonLineError("E321", f"history: {exc}", line=number, pointer=pointer)
+
+
+def error_line(error) -> str:
+    """The output line for a line that failed: ``{"error": {...}, "line": n}``."""
+    import json
+
+    return json.dumps({"error": error.to_dict(), "line": error.line}, ensure_ascii=False)
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

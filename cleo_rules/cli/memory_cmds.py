@@ -24,7 +24,7 @@ def _db_option(f):
         required=True,
         envvar="CLEO_MEMORY_DB",
         type=click.Path(file_okay=False),
-        help="Memory store directory, created when missing (or set CLEO_MEMORY_DB).",
+        help="Memory store directory (or set CLEO_MEMORY_DB); only ingest creates one.",
     )(f)
 
 
@@ -39,14 +39,18 @@ def _model_option(f):
 
 
 @contextmanager
-def _open(db, **kwargs):
-    """Open the store, showing its repair warnings as ``Warning: ...`` lines."""
+def _open(db, *, create: bool = False, read_only: bool = False, **kwargs):
+    """Open the store, showing its repair warnings as ``Warning: ...`` lines.
+
+    Only ``ingest`` creates a store; the other commands need one
+    ("no memory store in DIR"), and those that only read open it read-only.
+    """
     from ..retrieval import MemoryStore, StoreWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StoreWarning)
         try:
-            store = MemoryStore.open(db, **kwargs)
+            store = MemoryStore.open(db, create=create, read_only=read_only, **kwargs)
         except (TypeError, ValueError) as exc:  # impossible chunk settings
             raise UsageError(str(exc)) from None
         try:
@@ -82,10 +86,13 @@ def memory():
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(1, 10_000), help="Items embedded and committed together.")
 @click.option("--chunk-size", default=None, type=click.IntRange(1), help="Words per snippet or passage (default 120).")
 @click.option("--chunk-overlap", default=None, type=click.IntRange(0), help="Words a passage may repeat from the previous one (default 30).")
+@click.option("--chunk-max-chars", default=None, type=click.IntRange(1),
+              help="Characters a snippet or passage may hold at most, however few its words (default 2000).")
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on long runs in a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @_model_option
-def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, progress, as_json, model_path):
+def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chunk_max_chars, progress, as_json,
+           model_path):
     """Add conversations and documents from a JSON Lines FILE ('-' for stdin).
 
     Each line is {"type": "conversation", "id", "title", "date", "messages":
@@ -99,7 +106,7 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, prog
       cleo-rules memory ingest --db mem/ notes.jsonl --strict
     """
     from ..resources import data_dir
-    from ..retrieval.chunk import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+    from ..retrieval.chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 
     if sample == bool(file):
         raise UsageError("give either a FILE to ingest or --sample")
@@ -118,9 +125,10 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, prog
     options = {
         "chunk_size": chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE,
         "chunk_overlap": chunk_overlap if chunk_overlap is not None else DEFAULT_CHUNK_OVERLAP,
+        "chunk_max_chars": chunk_max_chars if chunk_max_chars is not None else DEFAULT_CHUNK_MAX_CHARS,
         "model_path": model_path,
     }
-    with _open(db, **options) as store:
+    with _open(db, create=True, **options) as store:
         if show:
             with click.progressbar(length=total, label="Ingesting", file=sys.stderr) as bar:
                 report = store.ingest_jsonl(source, strict=strict, progress=bar.update, batch_size=batch_size)
@@ -157,7 +165,7 @@ def search(db, query, k, sources, floor, as_json, model_path):
     Example:
       cleo-rules memory search --db mem/ "which van insurance did we pick?" --k 3 --json
     """
-    with _open(db, model_path=model_path) as store:
+    with _open(db, read_only=True, model_path=model_path) as store:
         try:
             response = store.search(query, k=k, sources=sources or tuple(Source), floor=floor)
         except (TypeError, ValueError) as exc:  # an empty query
@@ -190,7 +198,7 @@ def stats(db, as_json):
     Example:
       cleo-rules memory stats --db mem/
     """
-    with _open(db) as store:
+    with _open(db, read_only=True) as store:
         data = store.stats()
     if as_json:
         click.echo(json.dumps(data, indent=2))

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_CODES_HELP, find, history_option, load_lenient, pack_line, pack_option, pack_record
+from .common import (
+    EXIT_CODES_HELP, error_line, find, history_error, history_items, history_option, load_lenient, pack_line, pack_option,
+    pack_record,
+    stream_lines,
+)
 
 FORMAT_HELP = ("Output: text (for people), json (one document), sarif (SARIF 2.1.0 for code scanning), "
                "junit (JUnit XML, one test case per rule) or github (workflow commands that annotate the files).")
@@ -144,6 +148,13 @@ def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
         sys.exit(1)
 
 
+def report(error, out) -> None:
+    """Write a failed line's error object on its own output line (and say so on stderr)."""
+    click.echo(f"line {error.line}: {error}", err=True)
+    out.write(error_line(error) + "\n")
+    out.flush()
+
+
 def _human(decision, pack=None, found=None) -> str:
     rows = [("kind", decision.kind)]
     if decision.rule:
@@ -151,8 +162,12 @@ def _human(decision, pack=None, found=None) -> str:
         if decision.matched is not None and decision.span is not None:
             rule += f"  (matched {decision.matched!r} at {decision.span[0]}..{decision.span[1]})"
         rows.append(("rule", rule))
-    if decision.anchor is not None:
-        rows.append(("anchor", decision.anchor))
+    for part in decision.parts:
+        if part.name == "anchor":
+            rows.append(("anchor", part.text))
+        elif part.name == "referent":
+            by = f", by {part.rule}" if part.rule else ", the reply's opening words"
+            rows.append(("referent", f"{part.text}  (from {part.where}{by})"))
     rows.append(("query", "(none: not searched)" if decision.query is None else decision.query))
     if decision.note:
         rows.append(("note", decision.note))
@@ -182,8 +197,10 @@ def _record(decision, found=None) -> dict:
 @history_option
 @pack_option
 @click.option("--jsonl", is_flag=True,
-              help='Read JSON Lines on stdin, each {"message": str, "history": [str, ...]}; write one JSON line '
-                   "per input, flushed as soon as it is written.")
+              help='Read JSON Lines on stdin, each {"message": str, "history": [...]} (history items are strings '
+                   'or {"role", "content"} objects); write one JSON line per input, flushed as soon as it is written; '
+                   'a line that cannot be classified gets {"error": {"code", "message"}, "line": n} and the stream '
+                   "goes on (exit 2 at the end).")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision for MESSAGE as JSON.")
 def classify(message, history, pack_dir, jsonl, as_json):
     """Classify MESSAGE and show the query retrieval should search.
@@ -206,36 +223,23 @@ def classify(message, history, pack_dir, jsonl, as_json):
     found = find(pack_dir)
     pack, _ = load_lenient(found)
     if message is not None:
-        decision = pack.classify(message, list(history))
+        decision = pack.classify(message, history_items(history))
         click.echo(json.dumps(_record(decision, found), ensure_ascii=False) if as_json else _human(decision, pack, found))
         return
     failed = 0
     out = sys.stdout
-    number = 0
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            break
-        number += 1
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            if not isinstance(item, dict):
-                raise ValueError("each line must be a JSON object")
-            msg = item.get("message")
-            hist = item.get("history", [])
-            if not isinstance(msg, str):
-                raise ValueError('"message" must be a string')
-            if hist is None:
-                hist = []
-            if not isinstance(hist, list) or not all(isinstance(h, str) for h in hist):
-                raise ValueError('"history" must be a list of strings')
-            record = _record(pack.classify(msg, hist), found)
-        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+    for number, item in stream_lines(sys.stdin):
+        if not isinstance(item, tuple):
             failed += 1
-            record = {"line": number, "error": str(exc)}
-            click.echo(f"line {number}: {exc}", err=True)
+            report(item, out)
+            continue
+        msg, hist = item
+        try:
+            record = _record(pack.classify(msg, hist), found)
+        except (TypeError, ValueError) as exc:  # a history item the library refuses
+            failed += 1
+            report(history_error(exc, number), out)
+            continue
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         out.flush()
     if failed:
@@ -259,7 +263,7 @@ def explain(message, history, pack_dir, as_json):
     """
     found = find(pack_dir)
     pack, failing = load_lenient(found)
-    ex = pack.explain(message, list(history))
+    ex = pack.explain(message, history_items(history))
     if as_json:
         doc = ex.to_dict()
         doc["pack"] = pack_record(pack, found)

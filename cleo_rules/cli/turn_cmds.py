@@ -20,7 +20,7 @@ import click
 
 from ..errors import UsageError
 from ..shaping import render
-from .common import EXIT_CODES_HELP, PACK_HELP, find, pack_line, pack_record
+from .common import EXIT_CODES_HELP, PACK_HELP, error_line, find, history_error, pack_line, pack_record, stream_lines
 
 
 def _load_pack(pack):
@@ -31,40 +31,29 @@ def _load_pack(pack):
     return compile_pack(found.path), found
 
 
-def _open_store(db, *, create: bool = False):
+def _open_store(db, *, read_only: bool = False):
+    """An existing store (``no memory store in DIR`` otherwise); ``read_only`` opens SQLite read-only."""
     from ..retrieval import MemoryStore
 
-    path = Path(db)
-    if not create and not path.is_dir():
-        raise UsageError(f"no memory store at {path} (create one with 'cleo-rules memory ingest' or 'cleo-rules demo --db')")
-    return MemoryStore.open(path)
-
-
-def _read_turn_line(line: str, lineno: int) -> tuple[str, list[str]]:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"stdin line {lineno}: not valid JSON: {exc.msg}") from None
-    if not isinstance(row, dict) or not isinstance(row.get("message"), str):
-        raise UsageError(f"stdin line {lineno}: expected {{\"message\": \"...\", \"history\": [...]}}")
-    history = row.get("history", [])
-    if history is None:
-        history = []
-    if not isinstance(history, list) or not all(isinstance(h, str) for h in history):
-        raise UsageError(f"stdin line {lineno}: \"history\" must be a list of earlier user messages (strings)")
-    return row["message"], history
+    return MemoryStore.open(Path(db), create=False, read_only=read_only)
 
 
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("message", required=False)
 @click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
-@click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line per turn.")
+@click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line "
+                                            "per turn; a line that cannot be run gets {\"error\": {...}, \"line\": n} "
+                                            "and the stream goes on (exit 2 at the end).")
 @click.option("--history", "-H", multiple=True, help="An earlier user message, oldest first (repeatable; without --jsonl).")
 @click.option("--k", "-k", default=5, show_default=True, type=click.IntRange(1, 100), help="Results per search.")
 @click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP)
-@click.option("--no-trace", is_flag=True, help="Do not record traces in the store.")
+@click.option("--no-trace", is_flag=True, help="Do not record traces in the store (it is then opened read-only).")
+@click.option("--trace-redact", is_flag=True,
+              help="Keep no message, query or anchor text in the traces (kinds, rules, ids, scores, timings stay).")
+@click.option("--trace-max-chars", type=click.IntRange(1), default=None, metavar="N",
+              help="Keep at most N characters of each traced text (default 2000).")
 @click.option("--timings", is_flag=True, help="Add per-stage timings (seconds) to each output line.")
-def turn(message, db, jsonl, history, k, pack, no_trace, timings):
+def turn(message, db, jsonl, history, k, pack, no_trace, trace_redact, trace_max_chars, timings):
     """Run turns end to end: classify, shape the query, search, build the context.
 
     Each output line has kind, rule, query (null when no search was made),
@@ -86,7 +75,16 @@ def turn(message, db, jsonl, history, k, pack, no_trace, timings):
         raise UsageError("give a MESSAGE, or --jsonl to read turns from stdin")
     pack_obj, found = _load_pack(pack)
     used = pack_record(pack_obj, found)
-    recall = Recall(_open_store(db), pack_obj, k=k, trace=not no_trace)
+    from ..trace import DEFAULT_MAX_CHARS
+
+    trace = {"enabled": not no_trace, "redact": trace_redact, "max_chars": trace_max_chars or DEFAULT_MAX_CHARS}
+    recall = Recall(_open_store(db, read_only=no_trace), pack_obj, k=k, trace=trace)
+
+    failed = 0
+
+    def report(error) -> None:
+        click.echo(f"line {error.line}: {error}", err=True)
+        click.echo(error_line(error))
 
     def line_for(t) -> str:
         return json.dumps({**t.to_dict(timings=timings), "pack": used}, ensure_ascii=False)
@@ -95,13 +93,23 @@ def turn(message, db, jsonl, history, k, pack, no_trace, timings):
         if message is not None:
             click.echo(line_for(recall.turn(message, list(history))))
             return
-        for lineno, line in enumerate(sys.stdin, 1):
-            if not line.strip():
+        for number, item in stream_lines(sys.stdin):
+            if not isinstance(item, tuple):
+                failed += 1
+                report(item)
                 continue
-            msg, hist = _read_turn_line(line, lineno)
-            click.echo(line_for(recall.turn(msg, hist)))
+            msg, hist = item
+            try:
+                out = line_for(recall.turn(msg, hist))
+            except (TypeError, ValueError) as exc:  # a history item the library refuses
+                failed += 1
+                report(history_error(exc, number))
+                continue
+            click.echo(out)
     finally:
         recall.close()
+    if failed:
+        sys.exit(2)
 
 
 # --------------------------------------------------------------------------
@@ -121,11 +129,14 @@ def _demo_paths():
 
 
 def _demo_messages(path: Path) -> list[dict]:
+    from ..jsonl import JsonLineError, read_lines
+
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                rows.append(json.loads(line))
+    with path.open("rb") as fh:
+        for number, value in read_lines(fh):
+            if isinstance(value, JsonLineError) or not isinstance(value, dict) or "message" not in value:
+                raise UsageError(f"bundled demo data {path}:{number} is damaged: reinstall cleo-rules")
+            rows.append(value)
     return rows
 
 
@@ -305,13 +316,17 @@ def relevance_sample(db, n, since, seed, out):
     """
     from ..relevance import sample_pairs
 
-    store = _open_store(db)
-    pairs = sample_pairs(store, n, since=_since(since), seed=seed)
+    with _open_store(db, read_only=True) as store:
+        pairs = sample_pairs(store, n, since=_since(since), seed=seed)
     text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     if out == "-":
         click.echo(text, nl=False)
     else:
-        Path(out).write_text(text, encoding="utf-8")
+        try:
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     click.echo(f"{len(pairs)} pairs sampled" + ("" if out == "-" else f" to {out}"), err=True)
 
 
@@ -328,8 +343,8 @@ def relevance_score(db, judgments, as_json):
     """
     from ..relevance import score_judgments
 
-    store = _open_store(db)
-    report = score_judgments(store.db, judgments)
+    with _open_store(db, read_only=True) as store:
+        report = score_judgments(store.db, judgments)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:

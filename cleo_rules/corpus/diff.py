@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..jsonl import JsonLineError, read_lines
 from ..text import normalize
 from .generate import generate
 from .model import Case, CorpusError, history_item, plain
@@ -178,6 +179,25 @@ def _git(args, cwd) -> bytes:
     return res.stdout
 
 
+def _revision(spec: str, rev: str, top: Path) -> str:
+    """The tree ``rev`` names, as a hex object id, verified before git is given anything else.
+
+    A revision is never passed where git could read it as an option: one
+    starting with ``-`` is refused, and it is resolved with ``--verify`` after
+    ``--end-of-options``, so only the id git resolved it to reaches ``git archive``.
+    """
+    if rev.startswith("-") or any(ord(c) < 32 for c in rev):
+        raise UsageError(f"{spec}: {rev!r} is not a git revision")
+    try:
+        out = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{tree}}"], top)
+    except UsageError:
+        raise UsageError(f"{spec}: {rev!r} is not a revision of the git repository at {top}") from None
+    tree = out.decode("ascii", "replace").strip()
+    if not (tree and all(c in "0123456789abcdef" for c in tree)):  # pragma: no cover - git gives an id or fails
+        raise UsageError(f"{spec}: git could not resolve {rev!r}")
+    return tree
+
+
 def _is_git_spec(spec: str) -> bool:
     if os.path.exists(spec) or ":" not in spec:
         return False
@@ -199,7 +219,8 @@ def pack_dir(spec: str):
         rel = path.strip("/") or "."
     if rel.startswith(".."):
         raise UsageError(f"{spec}: {path} is outside the git repository at {top}")
-    data = _git(["archive", "--format=tar", rev, "--", rel], top)
+    tree = _revision(spec, rev, top)
+    data = _git(["archive", "--format=tar", "--end-of-options", tree, rel], top)  # after the tree id: paths
     with tempfile.TemporaryDirectory(prefix="cleo-rules-pack-") as tmp:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
@@ -221,37 +242,37 @@ def read_jsonl(path) -> list[Case]:
     """Messages from a JSON Lines file: ``{"message": str, "history": [...], "id": any}`` or a JSON string.
 
     History items are strings (user messages) or ``{"role": "user" | "assistant", "content": str}``.
+    Lines are read by :func:`cleo_rules.jsonl.read_lines` (UTF-8, bounded
+    nesting, no lone surrogates, a byte order mark dropped).
     """
     out = []
     shown = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with open(path, "rb") as fh:
+            for number, item in read_lines(fh):
+                if isinstance(item, JsonLineError):
+                    raise UsageError(f"{shown}:{number}: {item}", code=item.code)
+                if isinstance(item, str):
+                    item = {"message": item}
+                if not isinstance(item, dict) or not isinstance(item.get("message"), str):
+                    raise UsageError(f"{shown}:{number}: each line must be a JSON string or an object with a "
+                                     "\"message\" string")
+                hist = item.get("history") or []
+                if not isinstance(hist, list):
+                    raise UsageError(f"{shown}:{number}: \"history\" must be a list of strings or "
+                                     "{\"role\", \"content\"}")
+                turns = []
+                for j, h in enumerate(hist):
+                    try:
+                        turns.append(history_item(h))
+                    except ValueError as exc:
+                        raise UsageError(f"{shown}:{number}: history[{j}]: {exc}") from None
+                ident = item.get("id")
+                out.append(Case(id=str(ident) if ident is not None else f"{Path(shown).name}:{number}",
+                                message=item["message"], expect=None, history=tuple(turns), group="",
+                                generated=False, source=f"{shown}:{number}"))
+    except OSError as exc:
         raise UsageError(f"{shown}: cannot read: {exc}") from None
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{shown}:{number}: not JSON: {exc}") from None
-        if isinstance(item, str):
-            item = {"message": item}
-        if not isinstance(item, dict) or not isinstance(item.get("message"), str):
-            raise UsageError(f"{shown}:{number}: each line must be a JSON string or an object with a \"message\" string")
-        hist = item.get("history") or []
-        if not isinstance(hist, list):
-            raise UsageError(f"{shown}:{number}: \"history\" must be a list of strings or {{\"role\", \"content\"}}")
-        turns = []
-        for j, h in enumerate(hist):
-            try:
-                turns.append(history_item(h))
-            except ValueError as exc:
-                raise UsageError(f"{shown}:{number}: history[{j}]: {exc}") from None
-        ident = item.get("id")
-        out.append(Case(id=str(ident) if ident is not None else f"{Path(shown).name}:{number}",
-                        message=item["message"], expect=None, history=tuple(turns), group="",
-                        generated=False, source=f"{shown}:{number}"))
     return out
 
 

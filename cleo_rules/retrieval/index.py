@@ -5,16 +5,20 @@ process on load or on the first query, with no exception to catch. So an
 index file is never loaded unless its sidecar (``<name>.json`` beside it)
 says what the file must be and the file matches, byte for byte:
 
-* the index is written to a temporary file, flushed to disk and renamed over
-  the old one, so readers see either the old file or the new one, whole;
+* the index and its sidecar are written to temporary files (mode 0600),
+  flushed to disk and checked (the index file must end exactly where its
+  own structure says, since hnswlib reports no failed write), and only then
+  renamed over the old pair, so readers see the old pair or the new one and
+  a failed save (a full disk) leaves the old pair in place;
 * the sidecar records the file's size and SHA-256, the element count, the
   dimension, the space, the model that made the vectors, the database
   generation it reflects and the labels that are marked deleted in the file
-  (hnswlib cannot say which those are); it is written the same way, after
-  the index;
+  (hnswlib cannot say which those are);
 * :meth:`VectorIndex.load` checks all of that before calling hnswlib, hashing
   the very file descriptor it then hands to hnswlib, so the file cannot be
-  swapped between the check and the load.
+  swapped between the check and the load. Both files are opened without
+  blocking and must be regular files (a FIFO or a link to a device is
+  refused unread); the sidecar is read up to :data:`MAX_SIDECAR_BYTES`.
 
 Anything that does not match raises :class:`IndexInvalid`; the caller
 (:class:`~cleo_rules.retrieval.indexes.IndexSet`) rebuilds from the vectors
@@ -23,10 +27,13 @@ kept in SQLite. Labels are the SQLite row ids of the snippets or passages.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import secrets
+import stat
+import struct
 import time
 from pathlib import Path
 from typing import Literal
@@ -39,6 +46,13 @@ Space = Literal["l2", "ip", "cosine"]
 SIDECAR_FORMAT = 1
 HNSWLIB_VERSION = "0.8.0"
 MIN_CAPACITY = 1024
+MAX_SIDECAR_BYTES = 64 << 20
+"""A sidecar is read only up to this size (its list of deleted labels grows with the index: about 4M labels)."""
+
+_HEADER = struct.Struct("<QQQQQQiIQQQdQ")
+"""hnswlib 0.8.0's file header: offsets, capacity, element count, bytes per element, ..., M, mult, ef_construction."""
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class IndexInvalid(Exception):
@@ -75,6 +89,63 @@ def sha256_file(path: Path) -> tuple[str, int]:
         os.close(fd)
 
 
+def _open_regular(path: Path, what: str) -> int:
+    """A read-only descriptor of ``path`` if it is a regular file; :class:`IndexInvalid` otherwise.
+
+    Opened with ``O_NONBLOCK``, so a FIFO cannot hang the open, and checked
+    with ``fstat`` on the very descriptor that is then read: a FIFO, a
+    directory or a link to ``/dev/zero`` is refused before a byte is read.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise IndexInvalid(f"{what} missing") from None
+    except OSError as exc:
+        raise IndexInvalid(f"{what} unreadable ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        from .schema import file_kind
+
+        raise IndexInvalid(f"{what} is {file_kind(mode)}, not a regular file")
+    return fd
+
+
+def check_hnsw_file(fd: int, *, slots: int, dim: int) -> int:
+    """Check that the hnswlib file open on ``fd`` is whole; return its size.
+
+    hnswlib writes its file through a C++ stream and never reports a failed
+    write: on a full disk it leaves a short file behind. This walks the
+    file's own structure (header, ``slots`` elements of the expected size,
+    then one link list per element) and raises ``OSError`` (ENOSPC) unless
+    the file ends exactly where its structure does.
+    """
+    size = os.fstat(fd).st_size
+    head = os.pread(fd, _HEADER.size, 0)
+    if len(head) < _HEADER.size:
+        raise OSError(errno.ENOSPC, f"index file was written short ({size} bytes, not even a header): is the disk full?")
+    _, _, count, per_element, *_ = _HEADER.unpack(head)
+    if count != slots:
+        raise OSError(errno.EIO, f"index file holds {count} elements, not {slots}")
+    if per_element < dim * 4:
+        raise OSError(errno.EIO, f"index file has {per_element} bytes per element, too few for {dim} dimensions")
+    offset = _HEADER.size + count * per_element
+    if size < offset + 4 * count:
+        raise OSError(errno.ENOSPC, f"index file was written short ({size} bytes of at least {offset + 4 * count}): "
+                                    "is the disk full?")
+    tail = os.pread(fd, size - offset, offset)
+    at = 0
+    for _ in range(count):
+        if at + 4 > len(tail):
+            raise OSError(errno.ENOSPC, f"index file was written short ({size} bytes): is the disk full?")
+        (links,) = struct.unpack_from("<I", tail, at)
+        at += 4 + links
+    if at != len(tail):
+        raise OSError(errno.ENOSPC if at > len(tail) else errno.EIO,
+                      f"index file is {size} bytes, its structure says {offset + at}: is the disk full?")
+    return size
+
+
 def _fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -88,13 +159,29 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(4)}")
+def _temp_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(4)}")
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to a new file (mode 0600), flushed to disk; a short write raises ``OSError``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        if os.fstat(fd).st_size != len(data):
+            raise OSError(errno.ENOSPC, f"{path.name} was written short: is the disk full?")
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = _temp_path(path)
+    try:
+        _write_file(tmp, data)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -180,16 +267,18 @@ class VectorIndex:
     @staticmethod
     def read_sidecar(path: Path) -> dict:
         """The sidecar of the index at ``path``; :class:`IndexInvalid` when unusable."""
-        side = sidecar_path(path)
+        fd = _open_regular(sidecar_path(path), "sidecar")
         try:
-            raw = side.read_bytes()
-        except FileNotFoundError:
-            raise IndexInvalid("sidecar missing") from None
+            raw = os.read(fd, MAX_SIDECAR_BYTES + 1) if os.fstat(fd).st_size <= MAX_SIDECAR_BYTES else None
         except OSError as exc:
-            raise IndexInvalid(f"sidecar unreadable ({exc})") from None
+            raise IndexInvalid(f"sidecar unreadable ({exc.strerror or exc})") from None
+        finally:
+            os.close(fd)
+        if raw is None or len(raw) > MAX_SIDECAR_BYTES:
+            raise IndexInvalid(f"sidecar is over {MAX_SIDECAR_BYTES} bytes")
         try:
             meta = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise IndexInvalid("sidecar is not valid JSON") from None
         if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
             raise IndexInvalid("sidecar has an unknown format")
@@ -227,14 +316,14 @@ class VectorIndex:
             raise IndexInvalid(f"dimension is {meta['dim']}, expected {dim}")
         if model is not None and meta["model"] != model:
             raise IndexInvalid(f"built with model {meta['model']!r}, expected {model!r}")
+        fd = _open_regular(path, "index file")
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise IndexInvalid("index file missing") from None
-        except OSError as exc:
-            raise IndexInvalid(f"index file unreadable ({exc})") from None
-        try:
-            digest, size = _sha256_fd(fd)
+            if os.fstat(fd).st_size != meta["bytes"]:
+                raise IndexInvalid(f"index file is {os.fstat(fd).st_size} bytes, sidecar says {meta['bytes']}")
+            try:
+                digest, size = _sha256_fd(fd)
+            except OSError as exc:
+                raise IndexInvalid(f"index file unreadable ({exc.strerror or exc})") from None
             if size != meta["bytes"]:
                 raise IndexInvalid(f"index file is {size} bytes, sidecar says {meta['bytes']}")
             if digest != meta["sha256"]:
@@ -337,50 +426,56 @@ class VectorIndex:
     # -- saving -------------------------------------------------------------
 
     def save(self, *, model: str, generation: int, extra: dict | None = None) -> dict:
-        """Write the index and then its sidecar, each atomically; return the sidecar.
+        """Write the index and its sidecar, then put both in place; return the sidecar.
 
+        Both are written to temporary files (mode 0600), flushed to disk and
+        checked first: the index file must end exactly where its structure
+        says (hnswlib reports no failed write, so a full disk would otherwise
+        leave a short file that the sidecar vouches for). Only then are they
+        renamed over the old pair, index first. Any failure raises
+        ``OSError`` and leaves the previous index and sidecar as they were.
         ``extra`` adds fields to the sidecar (the store records which store
         and source the index belongs to).
         """
         directory = self.path.parent
-        tmp = self.path.with_name(f"{self.path.name}.tmp.{os.getpid()}.{secrets.token_hex(4)}")
+        tmp = _temp_path(self.path)
+        side = sidecar_path(self.path)
+        side_tmp = _temp_path(side)
         try:
-            self._index.save_index(str(tmp))
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-            digest, size = sha256_file(tmp)
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+            self._index.save_index(str(tmp))  # into the file just made, which keeps its mode
+            fd = os.open(tmp, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.fsync(fd)
+                check_hnsw_file(fd, slots=self._index.element_count, dim=self.dim)
+                digest, size = _sha256_fd(fd)
+            finally:
+                os.close(fd)
+            meta = {
+                "format": SIDECAR_FORMAT,
+                "elements": len(self._labels),
+                "slots": self._index.element_count,
+                "capacity": self._index.get_max_elements(),
+                "dim": self.dim,
+                "space": self.space,
+                "model": model,
+                "generation": int(generation),
+                "sha256": digest,
+                "bytes": size,
+                "M": self.M,
+                "ef_construction": self.ef_construction,
+                "deleted": sorted(int(x) for x in set(self._index.get_ids_list()) - self._labels),
+                "hnswlib": HNSWLIB_VERSION,
+                "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **(extra or {}),
+            }
+            _write_file(side_tmp, json.dumps(meta, indent=1).encode())
             os.replace(tmp, self.path)
+            os.replace(side_tmp, side)
         finally:
-            if tmp.exists():
-                tmp.unlink()
-        meta = {
-            "format": SIDECAR_FORMAT,
-            "elements": len(self._labels),
-            "slots": self._index.element_count,
-            "capacity": self._index.get_max_elements(),
-            "dim": self.dim,
-            "space": self.space,
-            "model": model,
-            "generation": int(generation),
-            "sha256": digest,
-            "bytes": size,
-            "M": self.M,
-            "ef_construction": self.ef_construction,
-            "deleted": sorted(int(x) for x in set(self._index.get_ids_list()) - self._labels),
-            "hnswlib": HNSWLIB_VERSION,
-            "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            **(extra or {}),
-        }
-        _write_atomic(sidecar_path(self.path), json.dumps(meta, indent=1).encode())
+            for leftover in (tmp, side_tmp):
+                if leftover.exists():
+                    leftover.unlink()
         _fsync_dir(directory)
         self.dirty = False
         return meta
-
-    @staticmethod
-    def remove_files(path: Path) -> None:
-        """Delete an index file and its sidecar (sidecar first)."""
-        for p in (sidecar_path(Path(path)), Path(path)):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass

@@ -26,6 +26,8 @@ made them and their dimension.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -36,8 +38,8 @@ import numpy as np
 import sqlite_utils
 
 from ..errors import StoreError
-from .index import IndexInvalid, VectorIndex, remove_stale_temp_files
-from .schema import GENERATIONS_SQL, LOCK_FILE, TABLES, Source
+from .index import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
+from .schema import GENERATIONS_SQL, LOCK_FILE, TABLES, Source, check_regular, file_kind, write_transaction
 
 SMALL_INDEX = 5_000
 """Indexes up to this many slots are saved after every write."""
@@ -54,18 +56,37 @@ class StoreWarning(UserWarning):
 
 @contextmanager
 def _locked(path: Path):
-    """An exclusive advisory lock on ``path`` (a no-op where fcntl is missing)."""
+    """An exclusive advisory lock on ``path`` (a no-op where fcntl is missing).
+
+    The lock file is opened without following it into a FIFO or a device
+    (``O_NONBLOCK``, then checked to be a regular file), so a lock file that
+    is not one raises :class:`~cleo_rules.errors.StoreError` instead of
+    hanging.
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    with open(path, "a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if check_regular(path, "; remove it while no process uses the store"):
+            raise StoreError(f"cannot open the store's lock file {path}: {exc.strerror or exc}") from None
+        raise StoreError(f"cannot create the store's lock file {path}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{path} is {file_kind(mode)}, not a regular file; remove it while no process uses "
+                             "the store", code="E304")
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def as_blob(vector: np.ndarray) -> bytes:
@@ -78,12 +99,14 @@ class IndexSet:
 
     ``index_set[source]`` is the source's :class:`VectorIndex`, ``None``
     while nothing has been stored. ``M``, ``ef_construction`` and
-    ``ef_search`` are the hnswlib parameters.
+    ``ef_search`` are the hnswlib parameters. A ``read_only`` set never
+    writes a file: what it rebuilds or catches up stays in memory.
     """
 
     def __init__(self, path: Path, db: sqlite_utils.Database, *, M: int = 16, ef_construction: int = 200,
-                 ef_search: int = 64):
+                 ef_search: int = 64, read_only: bool = False):
         self.path = path
+        self.read_only = read_only
         self.db = db
         self.M = M
         self.ef_construction = ef_construction
@@ -250,7 +273,8 @@ class IndexSet:
 
     def open(self) -> None:
         """Load, check and if need be rebuild or catch up every source's index."""
-        remove_stale_temp_files(self.path)
+        if not self.read_only:
+            remove_stale_temp_files(self.path)
         for source in Source:
             self._open(source)
 
@@ -266,8 +290,10 @@ class IndexSet:
             if count == 0 and not path.exists():
                 index = None  # nothing stored, nothing to rebuild
             else:
+                kept = " in memory (the store is open read-only)" if self.read_only else ""
                 warnings.warn(
-                    f"{table.label} index in {self.path}: {exc.reason}; rebuilding it from SQLite ({count} vectors)",
+                    f"{table.label} index in {self.path}: {exc.reason}; rebuilding it from SQLite ({count} vectors)"
+                    f"{kept}",
                     StoreWarning,
                     stacklevel=4,
                 )
@@ -283,7 +309,7 @@ class IndexSet:
                 )
         self._indexes[source] = index
         self.generations[source] = generation
-        if index is not None and index.dirty:
+        if index is not None and index.dirty and not self.read_only:
             self._try_save(source)
 
     def empty(self, sources: Iterable[Source]) -> bool:
@@ -334,14 +360,13 @@ class IndexSet:
                 self._indexes[source] = self.build(source)
 
     def rebuild(self) -> dict[Source, int]:
-        """Delete every index file, build each index afresh from SQLite and save it.
+        """Build each index afresh from SQLite and save it over the old files.
 
         Returns the number of vectors per source; a failed save is a
         :class:`~cleo_rules.errors.StoreError` here, since it was asked for.
         """
         counts = {}
         for source in Source:
-            VectorIndex.remove_files(self.index_path(source))
             self.generations[source] = self.db_generations()[source]
             index = self.build(source)
             self._indexes[source] = index
@@ -349,7 +374,10 @@ class IndexSet:
             try:
                 self._save(source)
             except OSError as exc:
-                raise StoreError(f"could not save the rebuilt index in {self.path}: {exc}") from None
+                raise StoreError(f"could not save the rebuilt index in {self.path}: {exc}; the previous index "
+                                 "files, if any, are left as they were") from None
+            except StoreError as exc:
+                raise StoreError(f"could not save the rebuilt index in {self.path}: {exc}", code=exc.code) from None
         return counts
 
     def reembed(self, embedder) -> None:
@@ -363,13 +391,13 @@ class IndexSet:
             for i in range(0, len(rows), 256):
                 block = rows[i : i + 256]
                 vectors = embedder.encode([r[1] for r in block])
-                with self.db.atomic():
+                with write_transaction(self.db):
                     self.db.conn.executemany(
                         f"UPDATE {table.pieces} SET embedding = ? WHERE label = ?",
                         [(as_blob(v), r[0]) for v, r in zip(vectors, block)],
                     )
                     self.set_model(embedder.model_name, vectors.shape[1], force=True)
-        with self.db.atomic():
+        with write_transaction(self.db):
             for source in Source:
                 self.advance(source)
 
@@ -378,6 +406,10 @@ class IndexSet:
     def _save(self, source: Source) -> None:
         index = self._indexes[source]
         if index is not None:
+            for path in (self.index_path(source), sidecar_path(self.index_path(source))):
+                if path.is_dir():  # a rename cannot replace a directory; FIFOs and devices it replaces
+                    raise StoreError(f"{path} is a directory, not a regular file; remove it so the index can be "
+                                     "saved", code="E304")
             extra = {"store_id": self._meta("store_id"), "source": source.value, "label_seq": self._label_seq(source)}
             # one writer at a time, so an index file and its sidecar always come from the same save
             with _locked(self.path / LOCK_FILE):
@@ -386,7 +418,7 @@ class IndexSet:
     def _try_save(self, source: Source) -> None:
         try:
             self._save(source)
-        except OSError as exc:
+        except (OSError, StoreError) as exc:
             warnings.warn(
                 f"could not save the {TABLES[source].label} index in {self.path} ({exc}); "
                 "it will be rebuilt from SQLite when the store is next opened",
@@ -396,6 +428,8 @@ class IndexSet:
 
     def save(self) -> None:
         """Write every index that changed since it was last saved (see :meth:`MemoryStore.save`)."""
+        if self.read_only:
+            return
         self.refresh()  # include what other processes wrote, so the saved index is current
         for source in Source:
             index = self._indexes[source]

@@ -12,7 +12,6 @@ wires the two together).
 from __future__ import annotations
 
 import io
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -20,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..errors import IngestError, Problem
+from ..errors import IngestError, Problem, StoreError
+from ..jsonl import JsonLineError
+from ..jsonl import parse_line as parse_json_line
 from .records import PreparedItem, validate_record
 
 Line = tuple[int, str | bytes]
@@ -105,21 +106,18 @@ def open_lines(path_or_lines) -> tuple[Iterator[Line], str, IO[bytes] | None]:
 
 
 def parse_line(raw, number: int, source: str) -> tuple[dict | None, list[Problem]]:
-    """``(valid record or None, problems)`` for one input line; a blank line gives ``(None, [])``."""
-    if isinstance(raw, (bytes, bytearray)):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return None, [Problem("E311", f"line is not valid UTF-8 ({exc.reason})", source, number, 1)]
-    text = raw.strip()
-    if not text:
-        return None, []
+    """``(valid record or None, problems)`` for one input line; a blank line gives ``(None, [])``.
+
+    The line is read by :func:`cleo_rules.jsonl.parse_line` (UTF-8, one JSON
+    value, bounded nesting, no lone surrogates, a byte order mark dropped on
+    line 1), then checked by :func:`~cleo_rules.retrieval.records.validate_record`.
+    """
     try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        col = getattr(exc, "colno", 1)
-        msg = getattr(exc, "msg", str(exc))
-        return None, [Problem("E311", f"not valid JSON: {msg}", source, number, col)]
+        obj = parse_json_line(raw, line=number)
+    except JsonLineError as exc:
+        return None, [Problem(exc.code, str(exc), source, number, exc.col, pointer=exc.pointer)]
+    if obj is None:
+        return None, []
     found = validate_record(obj)
     if found:
         return None, [Problem(code, message, source, number, 1, pointer=pointer) for code, pointer, message in found]
@@ -169,10 +167,13 @@ class _Batches:
         self.keys: set = set()
         self.line = 0  # the last line read
         self.reported = 0  # lines already passed to progress
+        self.first = 0  # the line of the batch's first item
 
     def add(self, item: PreparedItem) -> None:
         if item.key in self.keys:
             self.flush()
+        if not self.items:
+            self.first = self.line
         self.items.append(item)
         self.keys.add(item.key)
         if len(self.items) >= self.size:
@@ -180,7 +181,15 @@ class _Batches:
 
     def flush(self) -> None:
         if self.items:
-            for status in self.write(self.items, self.timings):
+            try:
+                statuses = self.write(self.items, self.timings)
+            except StoreError as exc:
+                # say where the input stands: everything before this batch is stored, nothing from it on
+                done = (f"lines 1-{self.first - 1} of {self.report.source} are stored"
+                        if self.first > 1 else f"nothing from {self.report.source} was stored")
+                raise StoreError(f"{exc} ({done}; the batch from line {self.first} on was not)",
+                                code=exc.code) from exc
+            for status in statuses:
                 self.report.count(status)
             self.items, self.keys = [], set()
         if self.progress is not None and self.line > self.reported:

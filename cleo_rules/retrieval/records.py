@@ -17,7 +17,8 @@ from datetime import date as _date
 from datetime import datetime
 
 from ..errors import Problem
-from .chunk import chunk_text, conversation_snippets
+from ..jsonl import lone_surrogate
+from .chunk import DEFAULT_CHUNK_MAX_CHARS, chunk_text, conversation_snippets
 from .schema import Source
 
 RecordProblem = tuple[str, str, str]
@@ -54,7 +55,11 @@ def _nonempty_string(value) -> str | None:
 def _string_problem(key: str, where: str, value) -> list[RecordProblem]:
     msg = _nonempty_string(value)
     if msg is None:
-        return []
+        at = lone_surrogate(value)
+        if at is None:
+            return []
+        return [("E319", where, f"{key!r} at {where} holds a lone surrogate (U+{ord(value[at]):04X} at character "
+                                f"{at}), which is not valid Unicode")]
     return [("E314" if "string" in msg else "E315", where, f"{key!r} {msg}")]
 
 
@@ -63,7 +68,8 @@ def validate_record(obj) -> list[RecordProblem]:
 
     A record is ``{"type": "conversation", "id", "title", "date", "messages":
     [{"role", "text"}, ...]}`` or ``{"type": "document", "id", "title",
-    "date", "text"}``. Strings must not be empty; dates are ISO 8601.
+    "date", "text"}``. Strings must not be empty nor hold a lone surrogate
+    (such text is not Unicode); dates are ISO 8601.
     """
     if not isinstance(obj, dict):
         return [("E312", "", f"a line must hold a JSON object, not {type(obj).__name__}")]
@@ -80,7 +86,7 @@ def validate_record(obj) -> list[RecordProblem]:
     for key in ("id", "title"):
         if key in obj:
             problems += _string_problem(key, f"/{key}", obj[key])
-    if "date" in obj and (msg := check_date(obj["date"])):
+    if "date" in obj and (msg := check_date(obj["date"])):  # an ISO date is ASCII: no surrogate passes
         problems.append(("E317", "/date", f"'date' {msg}"))
     if kind == Source.DOCUMENT and "text" in obj:
         problems += _string_problem("text", "/text", obj["text"])
@@ -154,19 +160,26 @@ class PreparedItem:
 
 def content_hash(
     source: Source, title: str, date: str, *, messages=None, text: str | None = None,
-    chunk_size: int, chunk_overlap: int,
+    chunk_size: int, chunk_overlap: int, chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS,
 ) -> str:
-    """SHA-256 of what an item stores, and of how it is cut into pieces (not of its id)."""
+    """SHA-256 of what an item stores, and of how it is cut into pieces (not of its id).
+
+    The default ``chunk_max_chars`` is left out of the hash, so items stored
+    before that bound existed keep their hashes (their pieces are the same
+    unless a run without white space was longer than the bound).
+    """
     body: dict = {"type": source.value, "title": title, "date": date}
     if messages is not None:
         body["messages"] = [{"role": role, "text": said} for role, said in messages]
     if text is not None:
         body["text"] = text
-    body["chunking"] = [chunk_size, chunk_overlap]
+    body["chunking"] = [chunk_size, chunk_overlap] + ([chunk_max_chars] if chunk_max_chars != DEFAULT_CHUNK_MAX_CHARS
+                                                      else [])
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def prepare(record: dict, chunk_size: int, chunk_overlap: int) -> PreparedItem:
+def prepare(record: dict, chunk_size: int, chunk_overlap: int,
+            chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS) -> PreparedItem:
     """Normalise a valid record (see :func:`validate_record`) and cut it into pieces.
 
     Ids, titles, dates, roles and message texts are stripped; a document's
@@ -176,11 +189,14 @@ def prepare(record: dict, chunk_size: int, chunk_overlap: int) -> PreparedItem:
     title, date = record["title"].strip(), record["date"].strip()
     if source is Source.CONVERSATION:
         messages = tuple((m["role"].strip(), m["text"].strip()) for m in record["messages"])
-        snippets = conversation_snippets([{"role": r, "text": t} for r, t in messages], chunk_size, chunk_overlap)
+        snippets = conversation_snippets([{"role": r, "text": t} for r, t in messages], chunk_size, chunk_overlap,
+                                         chunk_max_chars)
         pieces = tuple(Piece(s.text, (s.first_message, s.last_message)) for s in snippets)
-        digest = content_hash(source, title, date, messages=messages, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+        digest = content_hash(source, title, date, messages=messages, chunk_size=chunk_size,
+                              chunk_overlap=chunk_overlap, chunk_max_chars=chunk_max_chars)
         return PreparedItem(source, record["id"].strip(), title, date, pieces, digest, messages=messages)
     text = record["text"]
-    pieces = tuple(Piece(c.text, (c.start, c.end)) for c in chunk_text(text, chunk_size, chunk_overlap))
-    digest = content_hash(source, title, date, text=text, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    pieces = tuple(Piece(c.text, (c.start, c.end)) for c in chunk_text(text, chunk_size, chunk_overlap, chunk_max_chars))
+    digest = content_hash(source, title, date, text=text, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                          chunk_max_chars=chunk_max_chars)
     return PreparedItem(source, record["id"].strip(), title, date, pieces, digest, text=text)

@@ -29,27 +29,45 @@ never surface.
 
 from __future__ import annotations
 
+import functools
 import json
+import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import sqlite_utils
 
 from ..errors import IngestError, StoreError
-from .chunk import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
+from ..jsonl import without_lone_surrogates
+from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
 from .indexes import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
 from .memory import Item, Result, SearchResponse, check_k, check_sources
 from .records import PreparedItem, invalid_argument, prepare, validate_record
 from .schema import (
-    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, METADATA_BY_LABEL, TABLES, Source, now, open_database, source_of_item,
+    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, METADATA_BY_LABEL, TABLES, Source, no_store_message, now, open_database,
+    source_of_item, sqlite_errors, store_error, write_transaction,
 )
 
 __all__ = ["MemoryStore", "Result", "SearchResponse", "Item", "IngestReport", "StoreWarning", "validate_record"]
 
 Status = str  # "added", "updated" or "unchanged"
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def _guarded(method: _F) -> _F:
+    """Any SQLite error inside the method becomes a :class:`StoreError` that says what to do."""
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        with sqlite_errors(self.path):
+            return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
 
 
 class MemoryStore:
@@ -65,8 +83,11 @@ class MemoryStore:
     """
 
     def __init__(self, path: Path, db: sqlite_utils.Database, embedder, model_path, score_floor: float,
-                 chunk_size: int, chunk_overlap: int, ef_search: int, M: int, ef_construction: int):
+                 chunk_size: int, chunk_overlap: int, ef_search: int, M: int, ef_construction: int,
+                 read_only: bool = False, chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS):
         self.path = path
+        self.read_only = read_only
+        self.chunk_max_chars = chunk_max_chars
         self._db = db
         self._embedder = embedder
         self._model_path = model_path
@@ -76,7 +97,8 @@ class MemoryStore:
         self.ef_search = ef_search
         self.M = M
         self.ef_construction = ef_construction
-        self.indexes = IndexSet(path, db, M=M, ef_construction=ef_construction, ef_search=ef_search)
+        self.indexes = IndexSet(path, db, M=M, ef_construction=ef_construction, ef_search=ef_search,
+                                read_only=read_only)
         self._closed = False
 
     # -- opening and closing ----------------------------------------------
@@ -91,49 +113,67 @@ class MemoryStore:
         score_floor: float = 0.0,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+        chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS,
         ef_search: int = 64,
         M: int = 16,
         ef_construction: int = 200,
+        create: bool = True,
+        read_only: bool = False,
     ) -> "MemoryStore":
-        """Open the store in directory ``path``, creating it when missing.
+        """Open the store in directory ``path``, creating it when missing (unless ``create=False``).
 
         ``embedder`` is anything with ``encode(list[str]) -> ndarray`` and a
         ``model_name`` (normally an :class:`~cleo_rules.retrieval.embed.Embedder`);
         when None, one is made from ``model_path`` (default: the bundled
         all-MiniLM-L6-v2) the first time a text has to be encoded.
         ``score_floor`` drops search results whose cosine similarity is
-        lower; ``chunk_size`` and ``chunk_overlap`` (in words) shape new
-        snippets and passages. ``ef_search``, ``M`` and ``ef_construction``
-        are the hnswlib parameters.
+        lower; ``chunk_size`` and ``chunk_overlap`` (in words) and
+        ``chunk_max_chars`` (characters) shape new snippets and passages.
+        ``ef_search``, ``M`` and ``ef_construction`` are the hnswlib parameters.
+
+        A new store's directory is created mode 0700 and its files 0600.
+        With ``create=False`` a directory holding no store raises
+        :class:`~cleo_rules.errors.StoreError` ("no memory store in DIR").
+        ``read_only=True`` (which implies ``create=False``) opens SQLite
+        read-only and never writes a file: a damaged index is rebuilt in
+        memory only, and every write method raises StoreError. Opening an
+        existing store writes nothing in either mode.
 
         Raises ``ValueError`` for impossible chunk settings, and
         :class:`~cleo_rules.errors.StoreError` when the directory or its
         database cannot be used. A damaged index is not an error: it is
         rebuilt, with a :class:`StoreWarning`.
         """
-        check_chunking(chunk_size, chunk_overlap)
+        check_chunking(chunk_size, chunk_overlap, chunk_max_chars)
         path = Path(path).expanduser()
+        create = create and not read_only
         if path.exists() and not path.is_dir():
             raise StoreError(f"memory store must be a directory, but {path} is a file")
+        if not path.exists():
+            if not create:
+                raise StoreError(no_store_message(path), code="E301")
+            try:
+                path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create memory store directory {path}: {exc.strerror or exc}") from None
+        db = open_database(path, create=create, read_only=read_only)
+        store = cls(path, db, embedder, model_path, score_floor, chunk_size, chunk_overlap, ef_search, M,
+                    ef_construction, read_only=read_only, chunk_max_chars=chunk_max_chars)
         try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create memory store directory {path}: {exc}") from None
-        db = open_database(path)
-        store = cls(path, db, embedder, model_path, score_floor, chunk_size, chunk_overlap, ef_search, M, ef_construction)
-        try:
-            store.indexes.open()
+            with sqlite_errors(path):
+                store.indexes.open()
         except BaseException:
             db.close()
             raise
         return store
 
     def close(self) -> None:
-        """Save any index that changed and close the database. Safe to call twice."""
+        """Save any index that changed (unless read-only) and close the database. Safe to call twice."""
         if self._closed:
             return
         try:
-            self.save()
+            if not self.read_only:
+                self.save()
         finally:
             self._closed = True
             self._db.close()
@@ -175,20 +215,30 @@ class MemoryStore:
         if self._closed:
             raise StoreError("memory store is closed")
 
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise StoreError(f"memory store {self.path} is open read-only; open it without read_only=True "
+                             "to change it", code="E305")
+
     def save(self) -> None:
         """Write every index that changed since it was last saved (atomically).
 
         A failed write (disk full, read-only directory) is not an error: the
         vectors are safe in SQLite and the index is rebuilt from them at the
-        next open. It is reported as a :class:`StoreWarning`.
+        next open. It is reported as a :class:`StoreWarning`. A read-only
+        store saves nothing.
         """
         self._check_open()
-        self.indexes.save()
+        if not self.read_only:
+            with sqlite_errors(self.path):
+                self.indexes.save()
 
     def _after_write(self) -> None:
         if not self.indexes.batching and self.indexes.save_due():
             self.save()
 
+    @_guarded
     def rebuild(self, *, reembed: bool = False) -> dict:
         """Rebuild both indexes from the vectors in SQLite and save them.
 
@@ -196,7 +246,7 @@ class MemoryStore:
         the current embedder first (use this after switching models).
         Returns ``{"conversation": n, "document": n, "seconds": s}``.
         """
-        self._check_open()
+        self._check_writable()
         start = time.perf_counter()
         if reembed:
             self.indexes.reembed(self.embedder)
@@ -235,7 +285,7 @@ class MemoryStore:
     # -- writing ----------------------------------------------------------
 
     def _prepare(self, record: dict) -> PreparedItem:
-        return prepare(record, self.chunk_size, self.chunk_overlap)
+        return prepare(record, self.chunk_size, self.chunk_overlap, self.chunk_max_chars)
 
     def _existing_hashes(self, items: Sequence[PreparedItem]) -> dict[tuple[Source, str], str]:
         found = {}
@@ -256,7 +306,7 @@ class MemoryStore:
         changed items in one batch, commits them in one transaction, then
         updates the indexes.
         """
-        self._check_open()
+        self._check_writable()
         timings = timings if timings is not None else {}
         t0 = time.perf_counter()
         existing = self._existing_hashes(items)
@@ -281,7 +331,7 @@ class MemoryStore:
         new: dict[Source, dict[int, np.ndarray]] = {s: {} for s in Source}
         behind = set()
         try:
-            with self._db.atomic():
+            with write_transaction(self._db):
                 self.indexes.set_model(getattr(self.embedder, "model_name", "unknown"), vectors.shape[1])
                 stamp, row = now(), 0
                 for item in todo:
@@ -290,6 +340,9 @@ class MemoryStore:
         except StoreError:
             self.indexes.forget_model()
             raise
+        except sqlite3.Error as exc:
+            self.indexes.forget_model()
+            raise store_error(exc, self.path) from exc
         except Exception as exc:
             self.indexes.forget_model()
             raise StoreError(f"could not write to memory store {self.path}: {exc}") from exc
@@ -329,7 +382,9 @@ class MemoryStore:
             row += 1
         return row
 
+    @_guarded
     def _add(self, record: dict) -> Status:
+        self._check_writable()
         problems = validate_record(record)
         if problems:
             message, described = invalid_argument(record, problems)
@@ -352,10 +407,11 @@ class MemoryStore:
         """Store a document and its passages; re-adding an id replaces it. See :meth:`add_conversation`."""
         return self._add({"type": "document", "id": id, "title": title, "date": date, "text": text})
 
+    @_guarded
     def _delete(self, source: Source, id: str) -> bool:
-        self._check_open()
+        self._check_writable()
         table = TABLES[source]
-        with self._db.atomic():
+        with write_transaction(self._db):
             conn = self._db.conn
             labels = {r[0] for r in conn.execute(f"SELECT label FROM {table.pieces} WHERE {table.fk} = ?", (id,))}
             conn.execute(f"DELETE FROM {table.pieces} WHERE {table.fk} = ?", (id,))
@@ -379,6 +435,7 @@ class MemoryStore:
         """Remove a document and its passages; True if it existed."""
         return self._delete(Source.DOCUMENT, id)
 
+    @_guarded
     def ingest_jsonl(self, path_or_lines, strict: bool = False, progress=None, *, batch_size: int = 32) -> IngestReport:
         """Ingest JSON Lines: a file path, or an iterable of lines (str or bytes).
 
@@ -394,7 +451,7 @@ class MemoryStore:
         killed mid-way keeps every batch committed before. ``progress``, if
         given, is called with the number of input lines just handled.
         """
-        self._check_open()
+        self._check_writable()
         start = time.perf_counter()
         lines, name, fh = open_lines(path_or_lines)
         try:
@@ -420,6 +477,7 @@ class MemoryStore:
 
     # -- reading ----------------------------------------------------------
 
+    @_guarded
     def get(self, items: Iterable[str]) -> dict[str, Item]:
         """The snippets and passages with these item ids (:attr:`Result.item`), in the order asked.
 
@@ -444,6 +502,7 @@ class MemoryStore:
         found = {item: Item(source, pid, item, title, date, text) for source, _, item, pid, title, date, text in rows}
         return {item: found[item] for item in order if item in found}
 
+    @_guarded
     def search(self, query: str, k: int = 5, sources: str | Iterable[str] = tuple(Source),
                floor: float | None = None) -> SearchResponse:
         """The ``k`` snippets and passages most similar to ``query``, best first.
@@ -453,13 +512,15 @@ class MemoryStore:
         store's ``score_floor``) are dropped. Title, date and text of all
         results come from one SQL statement. A query that is not a string, or
         ``k`` that is not an integer, is a ``TypeError``; an empty query,
-        ``k < 1`` or an unknown source a ``ValueError``.
+        ``k < 1`` or an unknown source a ``ValueError``. A lone surrogate in
+        the query (not Unicode) is searched as U+FFFD.
         """
         self._check_open()
         if not isinstance(query, str):
             raise TypeError(f"search query must be a non-empty string, not {type(query).__name__}")
         if not query.strip():
             raise ValueError("search query must be a non-empty string")
+        query = without_lone_surrogates(query)  # not Unicode: a tokenizer refuses it, a JSON writer too
         k = check_k(k)
         chosen = check_sources(sources)
         start = time.perf_counter()
@@ -479,6 +540,7 @@ class MemoryStore:
             timings["model_load"] = loading
         return SearchResponse(query, k, _names(chosen), response.results, timings)
 
+    @_guarded
     def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),
                        floor: float | None = None):
         """Search with precomputed query vectors.
@@ -549,6 +611,7 @@ class MemoryStore:
 
     # -- reporting --------------------------------------------------------
 
+    @_guarded
     def stats(self) -> dict:
         """Counts, model, sizes and index state, as a JSON-ready dict."""
         self._check_open()
@@ -570,6 +633,8 @@ class MemoryStore:
             "score_floor": self.score_floor,
             "chunk_size": self.chunk_size,
             "chunk_overlap": self.chunk_overlap,
+            "chunk_max_chars": self.chunk_max_chars,
+            "read_only": self.read_only,
             "db_bytes": db_bytes,
             "indexes": indexes,
         }

@@ -1,0 +1,87 @@
+"""What a follow-up points at: each selector, names as typed, and what is never a referent."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleo_rules import load_pack
+from cleo_rules.history import read_history
+from cleo_rules.names import names
+from cleo_rules.text import normalize
+
+PACK = load_pack()
+FINDER = PACK.matcher.referents
+LEX = PACK.lexicon
+
+
+def find(message, history):
+    return FINDER.find(normalize(message), message, read_history(history))
+
+
+def reply(text):
+    return {"role": "assistant", "content": text}
+
+
+KILNS = ["Which kiln should we buy?",
+         reply("The Potclays 80 litre front-loader is 3,150 and the Northern Kilns 120 litre top-loader is 4,400.")]
+
+
+@pytest.mark.parametrize("message, history, referent, rule", [
+    ("The second one, please.", KILNS, "Northern Kilns", "referent.position"),
+    ("Let's take the first one.", KILNS, "Potclays", "referent.position"),
+    ("Option B sounds right.", ["Which courier?", reply("Options:\n- DPD at 9.80\n- Evri at 5.95")], "Evri at 5.95",
+     "referent.position"),
+    ("What does the cheaper one include?", KILNS, "Potclays", "referent.least"),
+    ("How heavy is the bigger one?", KILNS, "Northern Kilns", "referent.most"),
+    ("And the other one?", KILNS + ["Tell me about the Potclays kiln.", reply("Potclays runs on a 32 amp circuit.")],
+     "Northern Kilns", "referent.other"),
+    ("Did he sign the lease?", ["Has the landlord replied?", reply("Martin Hale wrote back on Tuesday.")],
+     "Martin Hale", "referent.person"),
+    ("What are their opening hours?", ["Any bakers nearby?", reply("Bettys is on Parliament Street.")],
+     "Bettys", "referent.thing"),
+    ("What is its address?", ["cheap food in the north", reply("golden wok is a cheap chinese place in the north.")],
+     "golden wok", "referent.thing"),
+])
+def test_each_selector_finds_its_referent(message, history, referent, rule):
+    found = find(message, history)
+    assert found is not None and (found.text, found.rule) == (referent, rule)
+    assert found.said.content[found.span[0]:found.span[1]] == referent
+
+
+def test_an_ordinal_past_the_offer_finds_nothing_and_no_offer_finds_nothing():
+    assert find("The fourth one.", KILNS) is None or find("The fourth one.", KILNS).rule != "referent.position"
+    assert find("The second one.", ["Which kiln should we buy?"]) is None
+
+
+def test_a_message_that_names_its_own_subject_gets_no_description_referent():
+    found = find("Tell me more about the Potclays one.", KILNS)
+    assert found is None or found.rule != "referent.description"
+
+
+def test_times_are_never_referents():
+    found = find("What happened to it?", ["When was it?", reply("It was on Monday in March.")])
+    assert found is None
+
+
+def test_the_most_recent_reply_outweighs_an_older_mention():
+    history = ["Compare the insurers", reply("Hadley is cheapest."), "And the van?", reply("Cresswell covers vans.")]
+    assert find("Is it any good?", history).text == "Cresswell"
+
+
+@pytest.mark.parametrize("text, found", [
+    ("The two were the Potclays front-loader and the Northern Kilns top-loader.", ["Potclays", "Northern Kilns"]),
+    ("Injuries continued to bother Safin in 2006.", ["Safin"]),
+    ("In 1832 the family moved to Covington, Indiana.", ["Covington", "Indiana"]),
+    ("I think I'll go with Priya.", ["Priya"]),
+    ("That's annoying, it broke again.", []),
+    ("did the leeds office call back?", ["leeds"]),  # a proper noun, even in lower case
+])
+def test_names_as_typed(text, found):
+    common, dictionary = LEX["common"], LEX["common"] | LEX["nouns"]
+    assert [n.text for n in names(text, common, dictionary=dictionary, proper=LEX["proper"])] == found
+
+
+def test_a_long_reply_is_read_but_not_remembered():
+    long = reply("Hadley " + "word " * 1000)
+    assert find("Is it cheaper?", ["Compare", long]) is not None or True  # reads without error
+    assert long["content"] not in FINDER._cache

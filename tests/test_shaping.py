@@ -1,0 +1,65 @@
+"""A follow-up's query from its parts: templates, provenance, and the switch that turns referents off."""
+
+from __future__ import annotations
+
+from cleo_rules import load_pack
+from cleo_rules.shaping import render
+
+PACK = load_pack()
+QUOTES = ["Compare the two van insurance quotes",
+          {"role": "assistant", "content": "Hadley quotes 2,140 a year with a 250 excess; Cresswell quotes 1,865."}]
+
+
+def test_render_leaves_out_lines_whose_parts_are_empty():
+    t = "{anchor}\n{referent}\n{message}"
+    assert render(t, anchor="A", referent="", message="M") == "A\nM"
+    assert render(t, anchor="", referent="R", message="M") == "R\nM"
+    assert render("{anchor} -- {message}", anchor="A", message="M") == "A -- M"
+    assert render(t, anchor="{x}", referent="", message="{y}") == "{x}\n{y}"  # values are not templates
+
+
+def test_a_resolved_follow_up_is_searched_as_its_referent_and_the_message():
+    d = PACK.classify("Yes, go with the second one.", QUOTES)
+    assert d.kind == "follow_up" and d.query == "Cresswell\nYes, go with the second one."
+    assert d.referent == "Cresswell" and d.anchor is None
+    ref, msg = d.parts
+    assert (ref.name, ref.source, ref.turn, ref.index, ref.rule) == ("referent", "assistant", 1, 1, "referent.position")
+    assert QUOTES[1]["content"][ref.span[0]:ref.span[1]] == "Cresswell"
+    assert (msg.name, msg.source, msg.text) == ("message", "message", "Yes, go with the second one.")
+
+
+def test_an_unresolved_follow_up_carries_the_anchor_and_the_replys_opening_words():
+    d = PACK.classify("Tell me more.", QUOTES)
+    anchor, ref, _ = d.parts
+    assert (anchor.name, anchor.source, anchor.turn, anchor.text) == ("anchor", "user", 1, QUOTES[0])
+    assert ref.rule is None and ref.source == "assistant" and QUOTES[1]["content"].startswith(ref.text)
+    assert len(ref.text.split()) == PACK.settings.reply_words or ref.text == QUOTES[1]["content"]
+    assert d.query == f"{QUOTES[0]}\n{ref.text}\nTell me more."
+
+
+def test_with_plain_strings_the_query_is_the_anchor_and_the_message():
+    d = PACK.classify("Yes, go with the second one.", [QUOTES[0]])
+    assert d.query == f"{QUOTES[0]}\nYes, go with the second one." and [p.name for p in d.parts] == ["anchor", "message"]
+
+
+def test_corrections_are_never_combined_even_with_a_reply_to_point_at():
+    d = PACK.classify("We tried that one already.", QUOTES)
+    assert d.kind == "correction" and d.query == "We tried that one already." and d.referent is None
+
+
+def test_skip_is_unchanged_and_has_no_parts():
+    d = PACK.classify("Thanks!", QUOTES)
+    assert d.kind == "skip" and d.query is None and d.parts == ()
+
+
+def test_referents_can_be_turned_off_in_the_pack(pack_copy):
+    pack_copy.replace("pack.yaml", "referents: true", "referents: false")
+    off = load_pack(pack_copy.dir)
+    d = off.classify("Yes, go with the second one.", QUOTES)
+    assert d.query == f"{QUOTES[0]}\nYes, go with the second one." and d.referent is None
+
+
+def test_parts_are_in_the_decisions_json():
+    parts = PACK.classify("Yes, go with the second one.", QUOTES).to_dict()["parts"]
+    assert parts[0] == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1, "index": 1,
+                        "span": [parts[0]["span"][0], parts[0]["span"][0] + 9], "rule": "referent.position"}
