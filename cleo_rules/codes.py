@@ -218,6 +218,13 @@ _ALL = [
        "{pack} is the bundled pack of an installed cleo-rules ({path}); corpus build never writes into the "
        "installed package",
        "give --out DIR to write the corpus elsewhere, or `cleo-rules init` a pack of your own"),
+    _c("E205", "usage", "saving a regression would write into the installed package",
+       "{pack} is the bundled pack of an installed cleo-rules ({path}); saving a regression never writes into "
+       "the installed package",
+       "copy the case shown into a regressions.yaml of your own, or serve a pack of your own (`cleo-rules init`)"),
+    _c("E206", "corpus", "a case cannot be appended to the regressions file as it is laid out",
+       "{file}: {reason}; the case was not appended",
+       "add the case by hand, or keep `cases:` the file's last key, written as a block list"),
     _c("E210", "corpus", "a generated corpus file cannot be read",
        "{detail}",
        "regenerate it with `cleo-rules corpus build`"),

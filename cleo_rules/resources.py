@@ -15,7 +15,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "installed", "package_dir", "rules_dir", "schemas_dir"]
+__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "inside_package", "installed", "package_dir", "rules_dir",
+           "schemas_dir"]
 
 BUNDLED = ("rules", "schemas", "corpus")
 _PROJECT = "cleo-rules"
@@ -36,6 +37,18 @@ def _checkout_root(pkg: Path) -> Path | None:
     except OSError:
         return None
     return parent if f'name = "{_PROJECT}"' in text else None
+
+
+def inside_package(path) -> bool:
+    """Whether ``path`` lies inside the imported ``cleo_rules`` package (an installed wheel's files).
+
+    Nothing cleo-rules writes may go there: ``corpus build`` and saving a
+    regression refuse such a target. A checkout's top-level ``rules/`` and
+    ``corpus/`` are beside the package, not inside it.
+    """
+    inside = package_dir().resolve()
+    resolved = Path(path).resolve()
+    return resolved == inside or inside in resolved.parents
 
 
 def installed() -> bool:

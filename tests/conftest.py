@@ -30,6 +30,22 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for item in items if item not in last] + last
 
 
+_browser_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if "browser" in report.keywords:
+        _browser_seconds[report.nodeid] = _browser_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How long the browser tests took, set-up and tear-down included (what they add to CI)."""
+    if _browser_seconds:
+        total = sum(_browser_seconds.values())
+        terminalreporter.write_line(f"browser tests: {len(_browser_seconds)} in {total:.1f} s "
+                                    f"(set-up and tear-down included)")
+
+
 @pytest.fixture(scope="session")
 def embedder():
     from cleo_rules.retrieval.embed import Embedder

@@ -22,13 +22,13 @@ def free_port() -> int:
 
 
 class Service:
-    """``cleo-rules serve ARGS`` on 127.0.0.1 and a free port; its log goes to ``log_path``.
+    """``cleo-rules serve ARGS`` (or ``command``) on 127.0.0.1 and a free port; its output goes to ``log_path``.
 
     ``statuses`` records every ``/readyz`` status seen while waiting for
     readiness (so a test can tell that the service said 503 first).
     """
 
-    def __init__(self, *args, log_path: Path, env: dict | None = None):
+    def __init__(self, *args, log_path: Path, env: dict | None = None, command: str = "serve", cwd: Path = ROOT):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(log_path)
@@ -37,8 +37,8 @@ class Service:
         full_env.update(env or {})
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cleo_rules", "serve", "--port", str(self.port), *map(str, args)],
-            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env=full_env,
+            [sys.executable, "-m", "cleo_rules", command, "--port", str(self.port), *map(str, args)],
+            stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd, env=full_env,
         )
         self.pid = self.proc.pid
 

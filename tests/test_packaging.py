@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -134,3 +135,60 @@ def test_installed_init_and_check(installed):
     run("init", "team", check_rc=0)
     result = run("check", cwd=work / "team", check_rc=0)
     assert result.stdout.splitlines()[0].endswith(" at rules (./rules)")
+
+
+def test_wheel_ships_the_playground(dist):
+    _, wheel = dist
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    for name in ("cleo_rules/serve/static/index.html", "cleo_rules/serve/static/playground.js",
+                 "cleo_rules/serve/static/playground.css", "cleo_rules/integrations/langchain.py",
+                 "cleo_rules/integrations/llama_index.py"):
+        assert name in names, name
+    extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
+    assert {"serve", "langchain", "llama-index"} <= extras
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert any(r.startswith("langchain-core>=1.0") and "langchain" in r.split(";")[1] for r in requires)
+    assert any(r.startswith("llama-index-core>=0.14") and "llama-index" in r.split(";")[1] for r in requires)
+
+
+def test_installed_playground_refuses_to_write_into_the_package(installed):
+    """`cleo-rules playground --writable-corpus` on the bundled pack of an installed wheel: E205, nothing written."""
+    import httpx
+
+    from service import free_port
+
+    target, work, _, _ = installed
+    corpus = target / "cleo_rules" / "_data" / "corpus"
+    before = {p: p.read_bytes() for p in corpus.rglob("*") if p.is_file()}
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    env.pop("CLEO_RULES_PACK", None)
+    log = (work / "playground.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "playground", "--writable-corpus", "--port", str(port)],
+                            cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, (work / "playground.log").read_text()
+            time.sleep(0.1)
+        status = httpx.get(url + "/v1/pack").json()
+        assert status["path"] == str(target / "cleo_rules" / "_data" / "rules")
+        assert status["corpus"]["writable"] is False  # never for the installed package, whatever was asked
+        response = httpx.post(url + "/v1/pack/regressions", json={"message": "Thanks!", "expect": "skip", "write": True})
+        assert response.status_code == 409, response.text
+        body = response.json()
+        assert body["code"] == "E205" and "saving a regression never writes into the installed package" in body["detail"]
+        assert body["yaml"].startswith("  - id: regression/thanks\n")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+    assert {p: p.read_bytes() for p in corpus.rglob("*") if p.is_file()} == before

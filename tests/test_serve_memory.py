@@ -334,6 +334,55 @@ def test_turns_accept_exactly_what_the_document_says(world, body):
         problem(r, 400, "invalid-request")
 
 
+# -- the playground's endpoints with memory and keys ------------------------------------------------
+
+def _traces(world) -> int:
+    with sqlite3.connect(f"file:{world['root'] / 'acme' / 'memory.db'}?mode=ro", uri=True) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'traces'").fetchone():
+            return 0  # no turn has been traced yet: the table comes with the first
+        return db.execute("SELECT count(*) FROM traces").fetchone()[0]
+
+
+def test_recall_gives_the_shaped_query_beside_the_message_as_typed_and_traces_nothing(world):
+    acme = world["acme"]
+    message = "Yes, the second one."
+    before = _traces(world)
+    recalled = acme.post("/v1/tenants/acme/recall", {"message": message, "history": HISTORY, "k": 3})
+    assert recalled.status_code == 200, recalled.text
+    body = recalled.json()
+    assert _traces(world) == before  # a look, not a turn
+    doc = httpx.get(world["svc"].url + "/openapi.json").json()
+    jsonschema.Draft202012Validator({"$ref": "#/components/schemas/RecallResponse",
+                                     "components": doc["components"]}).validate(body)
+    decision = load_pack().classify(message, HISTORY)
+    assert body["decision"]["kind"] == decision.kind and body["decision"]["query"] == decision.query
+    shaped = acme.turn(message, HISTORY, k=3).json()           # the turn searches the shaped query
+    assert body["shaped"] == shaped["results"]
+    raw = acme.turn(message, [], k=3).json()                   # with no history the message is searched as typed
+    assert raw["query"] == message and body["raw"] == raw["results"]
+    assert [r["item"] for r in body["shaped"]] != [r["item"] for r in body["raw"]]
+    skipped = acme.post("/v1/tenants/acme/recall", {"message": "ok", "history": HISTORY}).json()
+    assert skipped["decision"]["kind"] == "skip" and skipped["shaped"] is None and isinstance(skipped["raw"], list)
+    problem(world["beta"].post("/v1/tenants/acme/recall", {"message": message}), 403, "forbidden")
+    problem(world["admin"].post("/v1/tenants/nobody/recall", {"message": message}), 404, "unknown-tenant")
+    problem(acme.post("/v1/tenants/acme/recall", {"message": message, "k": 0}), 400, "invalid-request")
+
+
+def test_the_playground_page_is_public_and_what_it_reads_needs_a_key(world):
+    url = world["svc"].url
+    assert httpx.get(url + "/").status_code == 200
+    assert httpx.get(url + "/playground/playground.js").status_code == 200
+    problem(httpx.get(url + "/v1/pack/rules"), 401, "unauthorized")
+    assert world["acme"].get("/v1/pack/rules").status_code == 200
+    status = world["acme"].get("/v1/pack").json()
+    assert status["corpus"]["writable"] is False and status["problems"] == []
+    body = {"message": "Thanks!", "expect": "skip"}
+    assert world["acme"].post("/v1/pack/regressions", body).json()["written"] is False
+    # appending to the corpus is for a key that covers every tenant, and this service was not started to write it
+    problem(world["acme"].post("/v1/pack/regressions", {**body, "write": True}), 403, "forbidden")
+    problem(world["admin"].post("/v1/pack/regressions", {**body, "write": True}), 409, "corpus-not-writable")
+
+
 # -- clients ----------------------------------------------------------------------------------------
 
 def _readme_block(language: str, after: str) -> str:

@@ -38,6 +38,7 @@ COMMANDS = {
     "demo": ("turn_cmds", "demo", "Build the sample memory and replay a sample conversation ([memory] extra)."),
     "relevance": ("turn_cmds", "relevance", "Sample traced retrievals for judging and score the judgments."),
     "serve": ("serve_cmds", "serve", "Serve classify, turns and memory over HTTP (the serve extra)."),
+    "playground": ("playground_cmds", "playground", "Try a pack on conversations in the browser (the serve extra)."),
 }
 
 

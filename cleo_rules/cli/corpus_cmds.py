@@ -70,15 +70,13 @@ def build(pack, corpus_dir, out_dir):
     """
     from ..corpus import build_corpus, default_corpus_dir
     from ..errors import UsageError
-    from ..resources import package_dir
+    from ..resources import inside_package
     from ..pack.sources import display
 
     found = find(pack)
     pack_obj = _compile(found)
     target = Path(out_dir or corpus_dir) if (out_dir or corpus_dir) else default_corpus_dir(pack_obj)
-    inside = package_dir().resolve()
-    resolved = target.resolve()
-    if resolved == inside or inside in resolved.parents:
+    if inside_package(target):
         raise UsageError(f"{pack_obj.name} is the bundled pack of an installed cleo-rules ({display(found.path)}); "
                          f"corpus build never writes into the installed package; give --out DIR to write the corpus "
                          f"elsewhere, or start a pack of your own with `cleo-rules init`", code="E204")

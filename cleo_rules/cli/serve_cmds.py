@@ -57,14 +57,18 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
 @_limit("watch_interval", "Seconds between polls of the pack directory (0: do not watch).", click.FloatRange(min=0))
 @_limit("drain_timeout", "Seconds to finish requests in flight on SIGTERM.", click.FloatRange(min=0, min_open=True))
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every request.")
-def serve(pack, require, memory, model, host, port, keys, new_key, access_log, **limits):
+@click.option("--writable-corpus", is_flag=True,
+              help="Let the playground (at /) append saved regressions to corpus/regressions.yaml beside the pack "
+                   "(never into an installed cleo-rules).")
+def serve(pack, require, memory, model, host, port, keys, new_key, access_log, writable_corpus, **limits):
     """Serve classify, turns, memory, pack status, health and metrics over HTTP.
 
     One process (run more behind a load balancer to scale out). With
     --memory, ROOT/<tenant>/ is each tenant's store, opened on first use;
     only an ingest creates one. Errors are application/problem+json; the
-    OpenAPI document is at /openapi.json. SIGTERM drains requests in flight
-    and closes the stores.
+    OpenAPI document is at /openapi.json; the playground for conversation
+    designers is at /. SIGTERM drains requests in flight and closes the
+    stores.
 
     \b
     Examples:
@@ -91,7 +95,7 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, *
             raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
     try:
         settings = Settings(pack=pack, require=require, memory=memory, model=model, host=host, port=port, keys=keys,
-                            access_log=access_log, **limits)
+                            access_log=access_log, writable_corpus=writable_corpus, **limits)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if pack is not None:

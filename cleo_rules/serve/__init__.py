@@ -44,13 +44,15 @@ def create_app(settings: Settings | None = None):
     return _create(settings)
 
 
-def run(settings: Settings) -> None:
+def run(settings: Settings, *, on_listening=None) -> None:
     """Serve ``settings`` with uvicorn until SIGTERM or SIGINT, then drain and close.
 
     Refuses (:class:`~cleo_rules.errors.UsageError`) to bind anything but
     loopback without a key file. On SIGTERM the listening socket closes,
     requests in flight finish (up to ``drain_timeout`` seconds), the pack
     watcher stops and every store is closed with its indexes saved.
+    ``on_listening(host, port)`` is called once the socket listens (with
+    port 0, the port the system chose).
     """
     from ..errors import UsageError
 
@@ -63,4 +65,16 @@ def run(settings: Settings) -> None:
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None,
                             access_log=settings.access_log, lifespan="on",
                             timeout_graceful_shutdown=math.ceil(settings.drain_timeout))
-    uvicorn.Server(config).run()
+    server_class = uvicorn.Server
+    if on_listening is not None:
+        class Server(uvicorn.Server):
+            async def startup(self, sockets=None):
+                await super().startup(sockets)
+                if self.started:
+                    for listening in self.servers:
+                        for sock in listening.sockets:
+                            on_listening(*sock.getsockname()[:2])
+                            return
+
+        server_class = Server
+    server_class(config).run()

@@ -38,7 +38,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import CleoError, IngestError, PackError
-from . import openapi
+from . import openapi, playground
 from .keys import KeyRing
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
@@ -406,7 +406,7 @@ def _endpoints(service: Service) -> list[Route]:
     async def pack_status(request: Request) -> Response:
         service.authorize(request)
         service.require_ready()
-        return json_response(service.packs.status())
+        return json_response({**service.packs.status(), **playground.pack_extras(service)})
 
     async def pack_reload(request: Request) -> Response:
         service.authorize(request, admin=True)
@@ -580,7 +580,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await asyncio.get_running_loop().run_in_executor(None, service.stop)
 
     app = Starlette(
-        routes=_endpoints(service),
+        routes=_endpoints(service) + playground.routes(service),
         middleware=[Middleware(Frame, service=service)],
         exception_handlers=cast(Any, {ServiceError: _on_service_error, HTTPException: _on_http_exception}),  # Starlette's handler type is not generic in the exception
         lifespan=lifespan,

@@ -60,6 +60,19 @@ def request_schemas(settings) -> dict:
                                                     "error object in its place, the others are answered.",
                                      "items": _ref("ClassifyRequest")}},
         },
+        "RegressionRequest": {
+            "type": "object",
+            "required": ["message", "expect"],
+            "additionalProperties": False,
+            "properties": {
+                "message": {**text, "description": "The user's message, as typed."},
+                "history": _ref("History"),
+                "expect": {"enum": ["skip", "correction", "follow_up", "substantive"],
+                           "description": "The kind the pack must give the message."},
+                "write": {"type": "boolean", "default": False,
+                          "description": "Append the case to the regressions file (needs --writable-corpus)."},
+            },
+        },
         "TurnRequest": {
             "type": "object",
             "required": ["message"],
@@ -148,6 +161,53 @@ def _response_schemas() -> dict:
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "path": {"type": "string"}, "require": nullable_str, "reloads": {"type": "integer"},
                 "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
+                "problems": {"type": "array", "items": _ref("PackProblem"),
+                             "description": "The last refused pack's problems, located; empty after a success."},
+                "corpus": {"type": "object", "required": ["regressions", "writable"],
+                           "description": "Where saved regressions go, and whether this service appends them.",
+                           "properties": {"regressions": {"type": "string"}, "writable": {"type": "boolean"}}},
+            },
+        },
+        "PackProblem": {
+            "type": "object",
+            "required": ["code", "severity", "file", "line", "col", "message", "help"],
+            "properties": {
+                "code": {"type": "string"}, "severity": {"enum": ["error", "warning"]}, "file": {"type": "string"},
+                "line": {"type": "integer"}, "col": {"type": "integer"}, "pointer": {"type": "string"},
+                "rule": nullable_str, "message": {"type": "string"}, "help": {"type": "string"},
+            },
+        },
+        "PackRules": {
+            "type": "object", "required": ["pack", "version", "hash", "rules"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "rules": {"type": "array", "items": {
+                    "type": "object", "required": ["id", "kind", "file", "line"],
+                    "properties": {"id": {"type": "string"},
+                                   "kind": {"enum": ["correction", "follow_up", "vocabulary", "referent"]},
+                                   "file": {"type": "string"}, "line": {"type": "integer"},
+                                   "description": {"type": "string"}}}},
+            },
+        },
+        "PackSource": {
+            "type": "object", "required": ["file", "hash", "lines"],
+            "properties": {"file": {"type": "string"}, "hash": {"type": "string"},
+                           "lines": {"type": "array", "items": {"type": "string"}}},
+        },
+        "RegressionSaved": {
+            "type": "object", "required": ["id", "yaml", "file", "written"],
+            "properties": {"id": {"type": "string"}, "yaml": {"type": "string",
+                                                             "description": "The case, as an item of `cases:`."},
+                           "file": {"type": "string"}, "written": {"type": "boolean"}},
+        },
+        "RecallResponse": {
+            "type": "object", "required": ["decision", "shaped", "raw"],
+            "properties": {
+                "decision": _ref("Decision"),
+                "shaped": {"type": ["array", "null"], "items": _ref("Result"),
+                           "description": "Recalled for the shaped query; null when no search is made."},
+                "raw": {"type": "array", "items": _ref("Result"),
+                        "description": "What the message searched as typed would have recalled."},
             },
         },
         "Reloaded": {"allOf": [_ref("PackStatus"), {"type": "object", "required": ["reloaded"],
@@ -175,6 +235,7 @@ def _problems(*statuses: int) -> dict:
         400: "The body or a field is wrong (`field` names it).",
         401: "No valid key.", 403: "The key does not cover this tenant.",
         404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
+        409: "The regression was not written (`yaml` holds it).",
         422: "The pack on disk was rejected.",
         503: "Not ready, queue full, or over the time limit (`Retry-After`).",
     }
@@ -238,6 +299,27 @@ def document(settings, *, keys: bool) -> dict:
         "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
                                        + (" (a key for every tenant, *)" if keys else ""),
                                        ok="Reloaded", statuses=[422, 503])},
+        "/v1/pack/rules": {"get": op("Every rule of the pack serving now, with its file and line", ok="PackRules",
+                                     statuses=[503])},
+        "/v1/pack/source": {"get": op(
+            "The lines of one of the pack's files (its manifest and rule files)", ok="PackSource",
+            query=[{"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+                    "description": "The file as the pack's rules name it (`file` in /v1/pack/rules)."}],
+            statuses=[400, 404, 413, 503])},
+        "/v1/pack/regressions": {"post": op(
+            "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
+            "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
+            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 409, 413, 415, 503])},
+        "/v1/tenants/{tenant}/recall": {"post": op(
+            "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
+            body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant], statuses=[400, 404, 413, 415, 503])},
+        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
+                      "responses": {"200": {"description": "The page",
+                                            "content": {"text/html": {"schema": {"type": "string"}}}}}}},
+        "/playground/{name}": {"get": {"summary": "The playground's script and style sheet", "security": [],
+                                       "parameters": [{"name": "name", "in": "path", "required": True,
+                                                       "schema": {"enum": ["playground.css", "playground.js"]}}],
+                                       "responses": {"200": {"description": "The file"}, **_problems(404)}}},
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
         "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm", ok="Ready",
                               statuses=[503], secured=False)},

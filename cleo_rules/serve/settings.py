@@ -62,6 +62,11 @@ class Settings:
     used first out). ``watch_interval`` seconds between polls of the pack
     directory (0: no watching). ``drain_timeout`` seconds to finish requests
     in flight on SIGTERM.
+
+    ``writable_corpus`` lets the playground append a turn saved as a
+    regression to ``corpus/regressions.yaml`` beside the pack (never into an
+    installed cleo-rules package); without it the playground only shows
+    the case's YAML.
     """
 
     pack: str | None = None
@@ -85,6 +90,7 @@ class Settings:
     watch_interval: float = 1.0
     drain_timeout: float = 30.0
     access_log: bool = False
+    writable_corpus: bool = False
 
     def __post_init__(self):
         if self.memory is not None and not isinstance(self.memory, Path):

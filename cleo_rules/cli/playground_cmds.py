@@ -1,0 +1,59 @@
+"""``cleo-rules playground``: the designers' page on its own, without memory (a thin layer over :mod:`cleo_rules.serve`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ..errors import UsageError
+from .common import EXIT_CODES_HELP, PACK_HELP
+from .serve_cmds import SERVE_MODULES, _missing
+
+
+@click.command(epilog=EXIT_CODES_HELP)
+@click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP + " Watched for changes.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
+              help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--writable-corpus", is_flag=True,
+              help="Append turns saved as regressions to corpus/regressions.yaml beside the pack (never into an "
+                   "installed cleo-rules).")
+@click.option("--watch-interval", default=0.5, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds between polls of the pack directory.")
+def playground(pack, port, writable_corpus, watch_interval):
+    """Serve the playground for conversation designers on 127.0.0.1 and print its URL.
+
+    The page classifies a conversation turn by turn (kind, rule with its
+    file:line, the matched span, the query and where each part came from),
+    runs it again when the pack's files change, marking every turn whose
+    kind, rule or query changed, and shows a refused pack's errors while the
+    old pack keeps answering. It turns a turn into a regressions case.
+    Nothing is opened: go to the URL printed. No memory: for recalled items
+    run `cleo-rules serve --memory ROOT`, which serves the same page at /.
+
+    \b
+    Examples:
+      cleo-rules playground
+      cleo-rules playground --pack rules/ --port 8765 --writable-corpus
+    """
+    from ..pack.sources import find_pack
+    from ..serve.settings import Settings
+
+    missing = _missing(SERVE_MODULES)
+    if missing:
+        raise UsageError(f"the playground needs the serve extra ({', '.join(missing)} missing): "
+                         f"pip install 'cleo-rules[serve]'")
+    found = find_pack(pack)  # as every other command finds its pack; a pack that is not there is an error now
+    settings = Settings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
+                        writable_corpus=writable_corpus)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ..serve import run
+
+    def listening(host, bound):
+        click.echo(f"playground: http://{host}:{bound}/  (pack {found.to_dict()['path']}, {found.describe()}; "
+                   f"Ctrl-C stops it)")
+        sys.stdout.flush()
+
+    run(settings, on_listening=listening)
