@@ -21,6 +21,7 @@ import pytest
 
 from cleo_rules.cli import main
 from cleo_rules.errors import StoreError
+from cleo_rules.kinds import Source
 from cleo_rules.retrieval import pg_schema
 from cleo_rules.retrieval.pg_schema import (
     Migration, display_url, parse_location, quote, schema_name, search_sql,
@@ -177,6 +178,52 @@ def test_a_tenant_holding_one_percent_of_all_rows_still_gets_k_results(pg, pg_te
             assert len(response) == 50
         stats = s.stats()
         assert stats["indexes"]["passages"]["m"] == 16 and stats["indexes"]["passages"]["bytes"] > 0
+
+
+def indexes(pg, tenant: str) -> set[str]:
+    with pg.admin() as conn:
+        return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname "
+                                           "LIKE '%%_embedding'", [schema_name(tenant)])}
+
+
+def plan(store: PgStore, vector) -> str:
+    sql = store._sql("EXPLAIN " + search_sql([Source.DOCUMENT]))
+    with store.database.connection() as conn:
+        return "\n".join(r[0] for r in conn.execute(sql, {"vectors": [vector], "k": 5}).fetchall())
+
+
+def test_a_bulk_ingest_indexes_once_at_the_end_and_a_lost_index_is_built_again(pg, pg_tenant):
+    url = pg.url(pg_tenant)
+    built: list[str] = []
+    with open_store(url) as s:
+        real = s._build_indexes
+        s._build_indexes = lambda conn, tables: (built.extend(t.pieces for t in tables), real(conn, tables))[1]
+        report = s.ingest_jsonl(docs("job", 300), batch_size=50)  # six batches into an empty tenant
+        assert report.added == 300
+        assert built == ["snippets", "passages"]  # once, after the last batch
+        assert indexes(pg, pg_tenant) == {"snippets_embedding", "passages_embedding"}
+        vector = s.embedder.encode(["job job sheet 7: replaced valve 7 on Larch Close"])[0]
+        assert "passages_embedding" in plan(s, vector)
+        # more items into a source that has pieces: its index grows with each insert, nothing is rebuilt
+        built.clear()
+        s.ingest_jsonl(docs("more", 40))
+        assert built == ["snippets"]  # still no conversations: that index waits for its first snippets
+    # an index lost, as an ingest killed before its end leaves it: searches read the whole table (exact)
+    with pg.admin() as conn:
+        conn.execute(f"DROP INDEX {quote(schema_name(pg_tenant))}.passages_embedding")
+    with open_store(url, read_only=True) as s:
+        assert indexes(pg, pg_tenant) == {"snippets_embedding"}  # a read-only store builds nothing
+        assert "passages_embedding" not in plan(s, vector)
+        assert s.search("job job sheet 7: replaced valve 7 on Larch Close", k=3).results[0].id == "job-7"
+    with open_store(url) as s:  # the next store opened for writing builds it
+        assert indexes(pg, pg_tenant) == {"snippets_embedding", "passages_embedding"}
+        assert "passages_embedding" in plan(s, vector)
+
+
+def test_the_first_single_add_indexes_at_once(pg, pg_tenant):
+    with open_store(pg.url(pg_tenant)) as s:
+        s.add_document("d1", "Price list", "2024-01-02", "Call-out fee 45 pounds.")
+        assert indexes(pg, pg_tenant) == {"snippets_embedding", "passages_embedding"}
 
 
 # -- migrations --------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class TenantSchema:
         self._closed = False
         self._search_sql: dict[tuple[Source, ...], LiteralString] = {}
         self.schema_version = 0
+        self._deferring = False  # an ingest builds the HNSW indexes at its end
 
     def __repr__(self) -> str:
         return f"PgStore({str(self.location)!r})"

@@ -3,7 +3,15 @@
 Every write is a transaction (one per item, or per ingest batch), so a
 process killed mid-ingest loses only the batch in flight; a delete is
 committed before it returns, and no later search, from any server, sees the
-deleted item. Re-ingesting an item with the same content hash changes
+deleted item.
+
+An ingest into a source with no pieces yet (a new tenant, say) writes
+them first and builds the source's HNSW index once at the end, which
+pgvector does many times faster than growing the index row by row; an
+ingest into a source that has pieces updates its index with each insert.
+Until an index exists a search reads the whole table (the same answers,
+more slowly); an index missing because an ingest was killed is built by
+the next ingest or by the next store opened for writing. Re-ingesting an item with the same content hash changes
 nothing, and a malformed line is reported and skipped: the reading and the
 checks are the embedded store's (:mod:`~cleo_rules.retrieval.ingest`,
 :mod:`~cleo_rules.retrieval.records`).
@@ -27,6 +35,9 @@ from .schema import TABLES, Source, now
 __all__ = ["PgWrites"]
 
 Status = str
+
+INDEX_BUILD_MEMORY = "256MB"
+"""``maintenance_work_mem`` while an HNSW index is built in one go: pgvector builds fastest when the graph fits."""
 
 
 class PgWrites(TenantSchema):
@@ -52,17 +63,55 @@ class PgWrites(TenantSchema):
                                  f"holds vectors of {stored_dim}")
             self._remember_model(stored, stored_dim)
             return
-        self._index_vectors(conn, dim)
+        self._index_vectors(conn, dim, build=not self._deferring)
         conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'model'"), [name])
         conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'dim'"), [str(dim)])
         self._remember_model(name, dim)
 
-    def _index_vectors(self, conn, dim: int) -> None:
-        """Give the pieces' vectors their length and an HNSW index each (on empty or re-embedded tables)."""
+    def _index_vectors(self, conn, dim: int, *, build: bool = True) -> None:
+        """Give the pieces' vectors their length and (with ``build``) an HNSW index each (on empty or re-embedded
+        tables)."""
         for table in TABLES.values():
             conn.execute(self._sql(f"DROP INDEX IF EXISTS {{s}}.{index_name(table)}"))
             conn.execute(self._sql(f"ALTER TABLE {{s}}.{table.pieces} ALTER COLUMN embedding TYPE vector({int(dim)})"))
+        if build:
+            self._build_indexes(conn, list(TABLES.values()))
+
+    def _build_indexes(self, conn, tables) -> None:
+        """Inside a transaction: build the HNSW index of each table given, over the rows it holds."""
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [INDEX_BUILD_MEMORY])
+        for table in tables:
             conn.execute(self._sql(create_index_sql(table, self.M, self.ef_construction)))
+
+    def _index_state(self, conn) -> tuple[list, list]:
+        """The tables whose HNSW index is missing, and the tables with no pieces yet."""
+        tables = list(TABLES.values())
+        row = conn.execute(self._sql(
+            "SELECT " + ", ".join(f"to_regclass(%s) IS NULL, NOT EXISTS (SELECT 1 FROM {{s}}.{t.pieces})"
+                                  for t in tables)), [f"{self.q}.{index_name(t)}" for t in tables]).fetchone()
+        assert row is not None
+        return ([t for t, gone in zip(tables, row[0::2]) if gone],
+                [t for t, none in zip(tables, row[1::2]) if none])
+
+    @guarded
+    def _ensure_indexes(self) -> float:
+        """Build every HNSW index that is missing while the store has vectors; the seconds it took."""
+        if self.read_only or self._dim is None:
+            return 0.0
+        start = time.perf_counter()
+        with self._connection() as conn:
+            missing, _ = self._index_state(conn)
+            if not missing:
+                return 0.0
+            with conn.transaction():
+                # one builder at a time; a second finds the work done
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", [f"cleo-rules:{self.schema}"])
+                meta = self._read_meta(conn)
+                self._remember_model(meta.get("model"), meta.get("dim"))
+                missing, _ = self._index_state(conn)
+                if missing and self._dim is not None:
+                    self._build_indexes(conn, missing)
+        return time.perf_counter() - start
 
     @guarded
     def _write(self, items: Sequence[PreparedItem], timings: dict | None = None) -> list[Status]:
@@ -104,7 +153,7 @@ class PgWrites(TenantSchema):
         t3 = time.perf_counter()
         timings["sql"] = timings.get("sql", 0.0) + (t1 - t0) + (t3 - t2)
         timings["embed"] = timings.get("embed", 0.0) + (t2 - t_encode)
-        timings.setdefault("index", 0.0)  # the HNSW index is updated by the inserts themselves
+        timings.setdefault("index", 0.0)  # the HNSW index is updated by the inserts themselves, or built at the end
         return statuses
 
     def _replace(self, cur, table, group: list[tuple[PreparedItem, int]], stamp: str, vectors: np.ndarray) -> None:
@@ -170,14 +219,30 @@ class PgWrites(TenantSchema):
         <cleo_rules.retrieval.store.MemoryStore.ingest_jsonl>` (the same reading, checks and report)."""
         self._check_writable()
         start = time.perf_counter()
+        with self._connection() as conn:
+            missing, empty = self._index_state(conn)
+            for table in empty:  # load the pieces first, index them once at the end
+                if table not in missing:
+                    conn.execute(self._sql(f"DROP INDEX IF EXISTS {{s}}.{index_name(table)}"))
         lines, name, fh = open_lines(path_or_lines)
+        self._deferring = bool(missing or empty)
         try:
             report = ingest_lines(lines, name, prepare=self._prepare, write=self._write,
                                   checkpoint=lambda timings: None, strict=strict, progress=progress,
                                   batch_size=batch_size)
+        except BaseException:
+            self._deferring = False
+            try:
+                self._ensure_indexes()  # over what was committed
+            except StoreError:
+                pass  # the server went away: the next ingest, or the next store opened for writing, builds it
+            raise
         finally:
+            self._deferring = False
             if fh is not None:
                 fh.close()
+        indexing = self._ensure_indexes()
+        report.timings["index"] = report.timings.get("index", 0.0) + indexing
         report.seconds = time.perf_counter() - start
         return report
 

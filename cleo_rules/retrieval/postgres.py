@@ -172,6 +172,7 @@ class PgStore(PgWrites, PgSearch):
                     ef_construction=ef_construction, read_only=read_only, owns_database=own)
         try:
             store._prepare_schema(create=create and not read_only)
+            store._ensure_indexes()  # one a killed ingest left unbuilt
         except BaseException:
             if own:
                 database.close()
