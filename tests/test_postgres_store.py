@@ -483,3 +483,42 @@ def test_the_embedded_store_never_imports_psycopg(tmp_path):
                             env={**os.environ, "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_service_keeps_each_tenants_memory_in_its_own_schema(pg, pg_tenant, monkeypatch):
+    """``serve --memory postgresql://...`` in process: ingest, turns, stats and deletes per tenant."""
+    from starlette.testclient import TestClient
+
+    import cleo_rules.retrieval.embed as embed
+    from cleo_rules.serve import Settings, create_app
+
+    monkeypatch.setattr(embed, "Embedder", lambda model=None: ToyEmbedder())
+    acme, beta = f"{pg_tenant}-acme", f"{pg_tenant}-beta"
+    ndjson = {"Content-Type": "application/x-ndjson"}
+    app = create_app(Settings(memory=pg.url(), watch_interval=0))
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 90
+        while not app.state.service.ready and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = client.get(f"/v1/tenants/{acme}/memory")
+        assert r.status_code == 404, r.text  # only an ingest creates a store
+        r = client.post(f"/v1/tenants/{acme}/memory", content="\n".join(docs("acme", 20)) + "\n", headers=ndjson)
+        assert r.status_code == 200 and r.json()["added"] == 20, r.text
+        r = client.post(f"/v1/tenants/{beta}/memory", headers=ndjson,
+                        content="\n".join(docs("beta", 5, "{p} hangar door code {i} zebra")) + "\n")
+        assert r.status_code == 200 and r.json()["added"] == 5, r.text
+        turn = {"message": "What was the hangar door code for the zebra hangar?", "k": 5}
+        for tenant, prefix in ((acme, "acme-"), (beta, "beta-")):
+            r = client.post(f"/v1/tenants/{tenant}/turns", json=turn)
+            assert r.status_code == 200, r.text
+            found = [hit["id"] for hit in r.json()["results"]]
+            assert found and all(i.startswith(prefix) for i in found), found
+        stats = client.get(f"/v1/tenants/{beta}/memory").json()
+        assert stats["backend"] == "postgres" and stats["schema"] == schema_name(beta) and stats["documents"] == 5
+        assert "password" not in json.dumps(stats)
+        assert client.delete(f"/v1/tenants/{beta}/memory/document/beta-0").status_code == 200
+        r = client.post(f"/v1/tenants/{beta}/turns", json=turn)
+        assert "beta-0" not in [hit["id"] for hit in r.json()["results"]]
+    with pg.admin() as conn:
+        assert conn.execute(f"SELECT count(*) FROM {quote(schema_name(beta))}.documents").fetchone()[0] == 4
+        assert conn.execute(f"SELECT count(*) FROM {quote(schema_name(beta))}.traces").fetchone()[0] == 2  # its two turns

@@ -115,6 +115,7 @@ class Service:
         jobs = [("cleo-serve-pack", self._load_pack)]
         if isinstance(self.settings.memory, Path):
             self.settings.memory.mkdir(parents=True, exist_ok=True)
+        if self.settings.memory is not None:  # a directory or a postgresql:// URL
             jobs.append(("cleo-serve-model", self._warm_model))
         for name, target in jobs:
             thread = threading.Thread(target=target, name=name, daemon=True)
