@@ -448,6 +448,16 @@ def test_the_memory_commands_take_a_url(pg, pg_tenant, tmp_path, toy_cli):
     assert code == 0 and len(out.splitlines()) == 3 and "3 pairs sampled" in err
     code, _, err = toy_cli("memory", "stats", "--db", pg.url("Not-A-Tenant"))
     assert code == 2 and "is not a tenant name" in err
+    # commands that do not embed never import torch, on this backend either
+    for argv in (["memory", "stats", "--db", url], ["memory", "delete", "--db", url, "--document", "d-2"]):
+        code = ("import sys\nfrom cleo_rules.cli import main\ntry:\n    main(%r)\nexcept SystemExit as e:\n"
+                "    assert not e.code, e.code\n"
+                "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+                % argv)
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "PYTHONPATH": ROOT})
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[-1] == "[]", result.stdout
 
 
 BLOCKED = """
