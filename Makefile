@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[memory,test,bench,serve,langchain,llama-index]"
+	$(BIN)/pip install --quiet -e ".[memory,postgres,test,bench,serve,langchain,llama-index]"
 	touch $(STAMP)
 
 setup: $(STAMP)

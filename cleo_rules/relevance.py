@@ -6,7 +6,9 @@ Two steps, with a person (or any judge) in between:
    recalled item)* pairs from the traces. A pair is always the query that was
    actually searched, as recorded in the trace, against one recalled snippet
    or passage, whose current text the memory gives
-   (:meth:`~cleo_rules.retrieval.memory.Memory.get`). The raw message is
+   (:meth:`~cleo_rules.retrieval.memory.Memory.get`). The traces come from
+   the memory's trace sink (:attr:`~cleo_rules.retrieval.memory.Memory.traces`),
+   whichever backend keeps them. The raw message is
    deliberately left out of the sample, so a judge cannot score the wrong
    pair.
 2. :func:`score_judgments` reads the judged file (each line the sampled pair
@@ -31,7 +33,7 @@ from pathlib import Path
 from .errors import UsageError
 from .jsonl import JsonLineError, read_lines
 from .retrieval.memory import Memory
-from .retrieval.schema import TABLES, Source, sqlite_errors
+from .retrieval.schema import TABLES, Source
 from .trace import read_traces
 
 KINDS = ("substantive", "follow_up", "correction")
@@ -42,10 +44,13 @@ def pair_id(trace_id: int, rank: int) -> str:
     return f"{trace_id}:{rank}"
 
 
-def traced_pairs(db, *, since: str | None = None) -> list[dict]:
-    """Every (searched query, recalled item) pair in the traces, oldest first."""
+def traced_pairs(traces, *, since: str | None = None) -> list[dict]:
+    """Every (searched query, recalled item) pair in the traces, oldest first.
+
+    ``traces`` is a memory, its trace sink or a SQLite database (see :func:`~cleo_rules.trace.read_traces`).
+    """
     pairs = []
-    for row in read_traces(db, since=since, searched_only=True):
+    for row in read_traces(traces, since=since, searched_only=True):
         for rank, ref in enumerate(row["results"], 1):
             pairs.append({
                 "pair": pair_id(row["id"], rank),
@@ -75,8 +80,7 @@ def sample_pairs(memory: Memory, n: int, *, since: str | None = None, seed: int 
     """
     if n < 1:
         raise UsageError(f"--n must be at least 1, not {n}")
-    with sqlite_errors(_db_dir(memory.db)):
-        pairs = traced_pairs(memory.db, since=since)
+    pairs = traced_pairs(memory, since=since)
     rng = random.Random(seed)
     chosen = rng.sample(pairs, min(n, len(pairs)))
     chosen.sort(key=lambda p: (p["trace_id"], p["rank"]))
@@ -148,15 +152,6 @@ class RelevanceReport:
         return "\n".join(line.rstrip() for line in lines)
 
 
-def _db_dir(db) -> str:
-    """The directory of a store's database, for messages."""
-    try:
-        name = db.conn.execute("PRAGMA database_list").fetchone()[2]
-    except Exception:  # noqa: BLE001 - only a name for a message
-        return "the memory store"
-    return str(Path(name).parent) if name else "the memory store"
-
-
 def _judgment(row, where: str) -> dict:
     """One judgment checked: ``{"pair": str, "relevant": bool}``; ``where`` prefixes the error."""
     if not isinstance(row, dict) or "pair" not in row:
@@ -200,8 +195,8 @@ def read_judgments(path: str | Path) -> list[dict]:
     return rows
 
 
-def score_judgments(db, judgments: str | Path | Iterable[dict]) -> RelevanceReport:
-    """Score judged pairs against the traces in ``db``.
+def score_judgments(traces, judgments: str | Path | Iterable[dict]) -> RelevanceReport:
+    """Score judged pairs against the traces of a memory (or its trace sink, or a SQLite database).
 
     ``judgments`` is a path to a JSONL file or an iterable of
     ``{"pair", "relevant"}`` dicts. A pair that is not in the traces is an
@@ -216,8 +211,7 @@ def score_judgments(db, judgments: str | Path | Iterable[dict]) -> RelevanceRepo
                 for n, row in enumerate(judgments, 1)]
         if not rows:
             raise UsageError("no judgments to score")
-    with sqlite_errors(_db_dir(db)):
-        known = {p["pair"]: p for p in traced_pairs(db)}
+    known = {p["pair"]: p for p in traced_pairs(traces)}
     report = RelevanceReport()
     for row in rows:
         pair = known.get(row["pair"])

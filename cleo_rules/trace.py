@@ -1,10 +1,18 @@
-"""Traces: one row per turn in the memory store's SQLite database.
+"""Traces: one row per turn, kept beside the memory the turn searched.
 
 A trace records what actually happened on a turn, so that the nightly
 relevance check (:mod:`cleo_rules.relevance`) scores the pair that really
 existed: the query that was searched, not the raw message.
 
-Table ``traces`` (created on first write)::
+Where rows go is a :class:`TraceSink`: something that writes a row and
+reads rows back. Every memory backend has one as its ``traces``: the
+embedded store's is :class:`SqliteTraces`, over its SQLite database; the
+PostgreSQL store's keeps them in its tenant's schema
+(:class:`~cleo_rules.retrieval.postgres.PgTraces`). :class:`Tracer` and
+:func:`read_traces` take a sink, or a :class:`sqlite_utils.Database`, which
+they wrap in :class:`SqliteTraces`.
+
+Table ``traces`` (in SQLite, created on first write)::
 
     id            integer primary key
     time          ISO 8601 UTC time the turn started, e.g. 2024-06-01T09:30:00.123456+00:00
@@ -50,6 +58,8 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from .jsonl import without_lone_surrogates
 
@@ -141,27 +151,94 @@ def result_refs(results: Sequence) -> list[dict]:
     ]
 
 
+@runtime_checkable
+class TraceSink(Protocol):
+    """Where a memory keeps its turn traces.
+
+    ``write(row)`` stores one row (the columns above, ``id`` left out) and
+    returns its id; ``read(since=..., searched_only=...)`` yields the rows
+    oldest first with ``results`` decoded from JSON (see :func:`read_traces`).
+    A failed read raises :class:`~cleo_rules.errors.StoreError`.
+    """
+
+    def write(self, row: dict) -> int: ...
+
+    def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]: ...
+
+
+class SqliteTraces:
+    """The ``traces`` table of a SQLite database (the embedded store's), created on the first write."""
+
+    def __init__(self, db):
+        self.db = db
+        self._ready = False
+
+    def write(self, row: dict) -> int:
+        try:
+            if not self._ready:
+                ensure_table(self.db)
+                self._ready = True
+            with self.db.conn:  # one INSERT: a deferred transaction takes the write lock with it
+                cursor = self.db.conn.execute(
+                    f"INSERT INTO [{TABLE}] ({', '.join(f'[{c}]' for c in row)}) VALUES ({', '.join('?' for _ in row)})",
+                    list(row.values()),
+                )
+        except BaseException:
+            self._ready = False
+            raise
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
+        from .retrieval.schema import sqlite_errors
+
+        with sqlite_errors(self.where):
+            yield from _read_sqlite(self.db, since=since, searched_only=searched_only)
+
+    @property
+    def where(self) -> str:
+        """The directory of the database, for messages."""
+        try:
+            name = self.db.conn.execute("PRAGMA database_list").fetchone()[2]
+        except Exception:  # noqa: BLE001 - only a name for a message
+            return "the memory store"
+        return str(Path(name).parent) if name else "the memory store"
+
+
+def as_sink(target) -> TraceSink | None:
+    """``target`` as a :class:`TraceSink`: a sink as it is, a SQLite database wrapped, None as None."""
+    if target is None:
+        return None
+    if hasattr(target, "conn") and hasattr(target, "table_names"):  # a sqlite_utils.Database
+        return SqliteTraces(target)
+    if isinstance(target, TraceSink):
+        return target
+    sink = getattr(target, "traces", None)  # a memory
+    if isinstance(sink, TraceSink):
+        return sink
+    raise TypeError(f"traces are kept by a memory, a trace sink or a SQLite database, not {type(target).__name__}")
+
+
 class Tracer:
-    """Writes one row per turn into ``db`` (a :class:`sqlite_utils.Database`).
+    """Writes one row per turn into ``sink``: a :class:`TraceSink` or a :class:`sqlite_utils.Database`.
 
     ``enabled=False`` makes :meth:`record` a no-op. ``redact`` and
     ``max_chars`` bound what is kept of the user's text (see the module's
-    notes). The table is created on the first write, not before, so a
-    store that never traces has no table.
+    notes). In SQLite the table is created on the first write, not before,
+    so a store that never traces has no table.
     """
 
-    def __init__(self, db, *, enabled: bool = True, redact: bool = False, max_chars: int = DEFAULT_MAX_CHARS):
+    def __init__(self, sink, *, enabled: bool = True, redact: bool = False, max_chars: int = DEFAULT_MAX_CHARS):
         self.settings = TraceSettings(enabled=bool(enabled), redact=bool(redact), max_chars=max_chars)
-        self.db = db
-        self.enabled = self.settings.enabled and db is not None
-        self._ready = False
+        self.sink = as_sink(sink)
+        self.enabled = self.settings.enabled and self.sink is not None
         self.failures = 0  # writes that failed and were logged
 
     @classmethod
-    def from_settings(cls, db, settings) -> "Tracer":
+    def from_settings(cls, sink, settings) -> "Tracer":
         """A tracer for ``settings``: anything :meth:`TraceSettings.of` takes."""
         s = TraceSettings.of(settings)
-        return cls(db, enabled=s.enabled, redact=s.redact, max_chars=s.max_chars)
+        return cls(sink, enabled=s.enabled, redact=s.redact, max_chars=s.max_chars)
 
     def _text(self, value: str | None, cut: list[str], name: str) -> str | None:
         if value is None:
@@ -207,30 +284,29 @@ class Tracer:
         """Insert the trace of one turn; return its id, or ``None`` if disabled or failed."""
         if not self.enabled:
             return None
+        assert self.sink is not None
         try:
             row = self.row(time=time, decision=decision, results=results, timings=timings, k=k)
-            if not self._ready:
-                ensure_table(self.db)
-                self._ready = True
-            with self.db.conn:  # one INSERT: a deferred transaction takes the write lock with it
-                cursor = self.db.conn.execute(
-                    f"INSERT INTO [{TABLE}] ({', '.join(f'[{c}]' for c in row)}) VALUES ({', '.join('?' for _ in row)})",
-                    list(row.values()),
-                )
-            return cursor.lastrowid
+            return self.sink.write(row)
         except Exception as exc:  # a trace must never fail the turn
             self.failures += 1
-            self._ready = False
             log.warning("could not write the turn trace: %s: %s", type(exc).__name__, exc)
             return None
 
 
-def read_traces(db, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
+def read_traces(source, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
     """Yield trace rows oldest first, with ``results`` decoded from JSON.
 
+    ``source`` is a memory, a :class:`TraceSink` or a SQLite database.
     ``since`` is an ISO date or time (``2024-06-01`` or a full timestamp);
     rows whose ``time`` sorts at or after it are kept.
     """
+    sink = as_sink(source)
+    if sink is not None:
+        yield from sink.read(since=since, searched_only=searched_only)
+
+
+def _read_sqlite(db, *, since: str | None, searched_only: bool) -> Iterator[dict]:
     if TABLE not in db.table_names():
         return
     where, params = [], []

@@ -93,7 +93,8 @@ class Recall:
     """Runs turns against one rule pack and one memory store.
 
     ``store`` is an open memory (a :class:`~cleo_rules.retrieval.MemoryStore`,
-    or anything else implementing :class:`~cleo_rules.retrieval.memory.Memory`);
+    a :class:`~cleo_rules.retrieval.postgres.PgStore`, or anything else
+    implementing :class:`~cleo_rules.retrieval.memory.Memory`);
     ``pack`` a compiled :class:`~cleo_rules.pack.compile.Pack` (the bundled
     default when ``None``). ``k`` results are asked for per search, from
     ``sources``, with the store's score floor unless ``floor`` is given.
@@ -116,24 +117,28 @@ class Recall:
         self.store = store
         self.pack = pack
         self.floor = floor
-        self.tracer = Tracer.from_settings(getattr(store, "db", None), trace)
+        sink = getattr(store, "traces", None)
+        self.tracer = Tracer.from_settings(sink if sink is not None else getattr(store, "db", None), trace)
 
     @classmethod
-    def open(cls, db, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:
-        """Open the store in directory ``db`` and load ``pack`` (a Pack, a path or ``None``).
+    def open(cls, location, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:
+        """Open the memory at ``location`` and load ``pack`` (a Pack, a path or ``None``).
 
-        Needs the ``[memory]`` extra (:class:`~cleo_rules.errors.MissingExtra` without it).
+        ``location`` is a store directory (the embedded store) or a
+        ``postgresql://`` URL (see :func:`~cleo_rules.retrieval.locate.open_memory`).
+        Needs the ``[memory]`` extra, and for a URL the ``[postgres]`` extra
+        (:class:`~cleo_rules.errors.MissingExtra` without it).
         """
-        from .extras import memory_imports
+        from .extras import store_imports
 
-        with memory_imports():
-            from .retrieval import MemoryStore
+        with store_imports(location):
+            from .retrieval.locate import open_memory
 
         if pack is None or not hasattr(pack, "classify"):
             from .pack.compile import load_pack
 
             pack = load_pack(pack)
-        store = MemoryStore.open(db, embedder=embedder, model_path=model_path)
+        store = open_memory(location, embedder=embedder, model_path=model_path)
         return cls(store, pack, **kwargs)
 
     @property

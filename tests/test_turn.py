@@ -145,12 +145,16 @@ def test_metadata_for_a_turns_results_comes_from_one_query(store, default_pack):
     assert not any("INSERT" in s.upper() for s in statements)
 
 
-def test_trace_failure_never_fails_the_turn(recall, caplog):
+def test_trace_failure_never_fails_the_turn(recall, caplog, monkeypatch):
     class Broken:
         def table_names(self):
             raise sqlite3.OperationalError("disk I/O error")
 
-    recall.tracer.db = Broken()
+        @property
+        def conn(self):
+            raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(recall.tracer.sink, "db", Broken())  # the embedded store's SQLite sink, every access failing
     with caplog.at_level(logging.WARNING, logger="cleo_rules"):
         t = recall.turn("How much does the van insurance cost?")
     assert t.results and t.trace_id is None

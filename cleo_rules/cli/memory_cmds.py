@@ -1,7 +1,9 @@
 """``cleo-rules memory``: ingest into, search and maintain a memory store.
 
-A thin layer over :class:`cleo_rules.retrieval.MemoryStore`; every command
-takes the store directory as ``--db DIR`` (or ``$CLEO_MEMORY_DB``).
+A thin layer over a :class:`~cleo_rules.retrieval.memory.Memory`; every
+command takes the store as ``--db DIR`` (the embedded store) or ``--db
+postgresql://...`` (PostgreSQL, see :mod:`cleo_rules.retrieval.postgres`),
+or ``$CLEO_MEMORY_DB``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ def _db_option(f):
         "db",
         required=True,
         envvar="CLEO_MEMORY_DB",
-        type=click.Path(file_okay=False),
-        help="Memory store directory (or set CLEO_MEMORY_DB); only ingest creates one.",
+        metavar="DIR|URL",
+        help="Memory store: a directory, or a postgresql:// URL (?tenant=NAME picks the tenant); "
+             "or set CLEO_MEMORY_DB. Only ingest creates one.",
     )(f)
 
 
@@ -45,13 +48,17 @@ def _open(db, *, create: bool = False, read_only: bool = False, **kwargs):
     Only ``ingest`` creates a store; the other commands need one
     ("no memory store in DIR"), and those that only read open it read-only.
     """
-    from ..retrieval import MemoryStore, StoreWarning
+    from ..extras import store_imports
+
+    with store_imports(db):
+        from ..retrieval import StoreWarning
+        from ..retrieval.locate import open_memory
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StoreWarning)
         try:
-            store = MemoryStore.open(db, create=create, read_only=read_only, **kwargs)
-        except (TypeError, ValueError) as exc:  # impossible chunk settings
+            store = open_memory(db, create=create, read_only=read_only, **kwargs)
+        except (TypeError, ValueError) as exc:  # impossible chunk settings, a malformed tenant name
             raise UsageError(str(exc)) from None
         try:
             yield store
@@ -70,11 +77,14 @@ def memory():
 
     A store is one directory: a SQLite database (the source of truth) and
     hnswlib indexes rebuilt from it whenever they are missing or damaged.
+    Or it is one tenant of a PostgreSQL database with pgvector (--db
+    postgresql://..., with the [postgres] extra), which many servers share.
 
     \b
     Example:
       cleo-rules memory ingest --db mem/ --sample
       cleo-rules memory search --db mem/ "van insurance excess" --k 3
+      cleo-rules memory stats --db 'postgresql://cleo@db.internal/cleo?tenant=acme'
     """
 
 
@@ -209,6 +219,10 @@ def stats(db, as_json):
     click.echo(f"model:         {data['model'] or '-'} ({data['dim'] or '-'} dimensions)")
     click.echo(f"database:      {data['db_bytes']:,} bytes")
     for name, ix in data["indexes"].items():
+        if ix.get("kind") == "hnsw":  # pgvector's index, inside the database
+            click.echo(f"index {name + ':':<9} {ix['elements']} elements, hnsw m={ix['m'] or '-'} "
+                       f"ef_construction={ix['ef_construction'] or '-'}, {ix['bytes']:,} bytes")
+            continue
         click.echo(
             f"index {name + ':':<9} {ix['elements']} elements, capacity {ix['capacity']}, "
             f"{ix['deleted_slots']} deleted slots, {ix['bytes']:,} bytes, generation {ix['generation']}"
@@ -220,10 +234,12 @@ def stats(db, as_json):
 @click.option("--reembed", is_flag=True, help="Encode every snippet and passage again first (after changing --model).")
 @_model_option
 def rebuild(db, reembed, model_path):
-    """Rebuild the hnswlib indexes from the vectors kept in SQLite.
+    """Rebuild the vector indexes from the vectors kept in the database.
 
     Opening a store already repairs a damaged index; use this to force a
     fresh build, or with --reembed to switch the store to another model.
+    In PostgreSQL this reindexes the tenant's HNSW indexes (and upgrades an
+    older schema, as every open for writing does).
 
     \b
     Example:

@@ -10,11 +10,13 @@ import sys
 
 import click
 
-from ..errors import UsageError
+from ..errors import MissingExtra, UsageError
+from ..extras import is_postgres_url
 from ..serve.settings import DEFAULTS, Settings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
 MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "sentence_transformers")
+POSTGRES_MODULES = ("psycopg", "psycopg_pool", "pgvector")
 
 
 def _missing(modules) -> list[str]:
@@ -30,8 +32,9 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
 @click.option("--pack", default=None, metavar="DIR|NAME",
               help="Rule pack directory or installed pack's name (default: the bundled cleo-en); watched for changes.")
 @click.option("--require", default=None, metavar="RANGE", help="Version range every pack must satisfy, e.g. '>=1.0,<2'.")
-@click.option("--memory", type=click.Path(file_okay=False), default=None, metavar="ROOT",
-              help="Memory root: ROOT/<tenant>/ is one store per tenant (default: no memory, classify only).")
+@click.option("--memory", default=None, metavar="ROOT|URL",
+              help="Memory root: ROOT/<tenant>/ is one store per tenant; or a postgresql:// URL, where each tenant "
+                   "is one schema (default: no memory, classify only).")
 @click.option("--model", type=click.Path(exists=True, file_okay=False), default=None,
               help="sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2).")
 @click.option("--host", default=DEFAULTS["host"], show_default=True,
@@ -65,15 +68,17 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
 
     One process (run more behind a load balancer to scale out). With
     --memory, ROOT/<tenant>/ is each tenant's store, opened on first use;
-    only an ingest creates one. Errors are application/problem+json; the
-    OpenAPI document is at /openapi.json; the playground for conversation
-    designers is at /. SIGTERM drains requests in flight and closes the
-    stores.
+    only an ingest creates one. With --memory postgresql://..., every
+    tenant is a schema of that database, which all the processes share.
+    Errors are application/problem+json; the OpenAPI document is at
+    /openapi.json; the playground for conversation designers is at /.
+    SIGTERM drains requests in flight and closes the stores.
 
     \b
     Examples:
       cleo-rules serve
       cleo-rules serve --memory /srv/cleo-memory --keys keys.txt --host 0.0.0.0
+      cleo-rules serve --memory postgresql://cleo@db.internal/cleo --keys keys.txt --host 0.0.0.0
       cleo-rules serve --keys keys.txt --new-key acme,globex
     """
     from ..serve.keys import KeyRing
@@ -91,6 +96,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
                          f"pip install 'cleo-rules[serve]'")
     if memory is not None:
         missing = _missing(MEMORY_MODULES)
+        if is_postgres_url(memory) and (missing or _missing(POSTGRES_MODULES)):
+            raise MissingExtra("postgres", "PostgreSQL memory store")
         if missing:
             raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
     try:

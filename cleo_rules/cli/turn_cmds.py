@@ -31,16 +31,24 @@ def _load_pack(pack):
     return compile_pack(found.path), found
 
 
-def _open_store(db, *, read_only: bool = False):
-    """An existing store (``no memory store in DIR`` otherwise); ``read_only`` opens SQLite read-only."""
-    from ..retrieval import MemoryStore
+DB_HELP = "Memory store: a directory, or a postgresql:// URL (?tenant=NAME picks the tenant)."
 
-    return MemoryStore.open(Path(db), create=False, read_only=read_only)
+
+def _open_store(db, *, read_only: bool = False):
+    """An existing store (``no memory store in DIR`` otherwise); ``read_only`` opens it read-only."""
+    from ..extras import store_imports
+
+    with store_imports(db):
+        from ..retrieval.locate import open_memory
+    try:
+        return open_memory(db, create=False, read_only=read_only)
+    except ValueError as exc:  # a malformed tenant name
+        raise UsageError(str(exc)) from None
 
 
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("message", required=False)
-@click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
+@click.option("--db", required=True, metavar="DIR|URL", help=DB_HELP)
 @click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line "
                                             "per turn; a line that cannot be run gets {\"error\": {...}, \"line\": n} "
                                             "and the stream goes on (exit 2 at the end).")
@@ -298,7 +306,7 @@ def relevance():
 
 
 @relevance.command("sample")
-@click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
+@click.option("--db", required=True, metavar="DIR|URL", help=DB_HELP)
 @click.option("--n", "n", required=True, type=click.IntRange(1), help="How many pairs to draw.")
 @click.option("--since", default=None, help="Only turns at or after this ISO date or time.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed; same seed, same sample.")
@@ -331,7 +339,7 @@ def relevance_sample(db, n, since, seed, out):
 
 
 @relevance.command("score")
-@click.option("--db", required=True, type=click.Path(file_okay=False), help="Memory store directory.")
+@click.option("--db", required=True, metavar="DIR|URL", help=DB_HELP)
 @click.option("--judgments", required=True, type=click.Path(dir_okay=False), help="Judged JSONL file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def relevance_score(db, judgments, as_json):
@@ -344,7 +352,7 @@ def relevance_score(db, judgments, as_json):
     from ..relevance import score_judgments
 
     with _open_store(db, read_only=True) as store:
-        report = score_judgments(store.db, judgments)
+        report = score_judgments(store, judgments)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:

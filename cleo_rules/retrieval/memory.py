@@ -1,11 +1,16 @@
 """What the rest of cleo-rules needs from a memory, and the values a memory returns.
 
 :class:`Memory` is the protocol a memory backend implements: add and delete
-conversations and documents, search (title, date and text of every hit come
-in one batched lookup), get pieces by item id, report statistics, and keep
-the turn traces. :class:`~cleo_rules.retrieval.store.MemoryStore` (SQLite and
-hnswlib in one directory) is the embedded backend; :class:`~cleo_rules.turn.Recall`,
-:mod:`cleo_rules.relevance` and the CLI use nothing beyond this protocol.
+conversations and documents, ingest JSON Lines, search (title, date and text
+of every hit come in one batched lookup), get pieces by item id, report
+statistics, and keep the turn traces (a :class:`~cleo_rules.trace.TraceSink`).
+Two backends implement it: :class:`~cleo_rules.retrieval.store.MemoryStore`
+(SQLite and hnswlib in one directory, the embedded default) and
+:class:`~cleo_rules.retrieval.postgres.PgStore` (PostgreSQL with pgvector, for
+many servers and many tenants); :func:`~cleo_rules.retrieval.locate.open_memory`
+picks one by location. :class:`~cleo_rules.turn.Recall`,
+:mod:`cleo_rules.relevance`, the CLI and the service use nothing beyond this
+protocol.
 
 Misuse (a wrong type, an empty query, ``k < 1``, an unknown source) raises
 ``TypeError`` or ``ValueError``; bad data and a broken environment raise
@@ -18,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..trace import TraceSink
 from .schema import Source
 
 
@@ -128,13 +134,21 @@ class Memory(Protocol):
     """The memory a turn searches: past conversations and documents.
 
     Every method of :class:`~cleo_rules.retrieval.store.MemoryStore` listed
-    here is part of the contract; its docstrings give the details.
+    here is part of the contract; its docstrings give the details, and the
+    same test-suite (``tests/test_memory_backends.py``) holds both backends
+    to it.
     """
 
     @property
-    def db(self) -> Any:
+    def traces(self) -> TraceSink:
         """Where turn traces are kept (:class:`~cleo_rules.trace.Tracer` writes there)."""
         ...
+
+    @property
+    def model_name(self) -> str | None: ...
+
+    @property
+    def dim(self) -> int | None: ...
 
     def add_conversation(self, id: str, title: str, date: str, messages: Sequence[dict]) -> str: ...
 
@@ -147,8 +161,20 @@ class Memory(Protocol):
     def search(self, query: str, k: int = 5, sources: str | Iterable[str] = tuple(Source),
                floor: float | None = None) -> SearchResponse: ...
 
+    def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),
+                       floor: float | None = None) -> Any: ...
+
+    def ingest_jsonl(self, path_or_lines, strict: bool = False, progress=None, *,
+                     batch_size: int = 32) -> Any: ...
+
     def get(self, items: Iterable[str]) -> dict[str, Item]: ...
 
     def stats(self) -> dict: ...
 
+    def rebuild(self, *, reembed: bool = False) -> dict: ...
+
     def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc) -> Any: ...

@@ -42,6 +42,7 @@ import sqlite_utils
 
 from ..errors import IngestError, StoreError
 from ..jsonl import without_lone_surrogates
+from ..trace import SqliteTraces
 from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
 from .indexes import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
@@ -100,6 +101,7 @@ class MemoryStore:
         self.indexes = IndexSet(path, db, M=M, ef_construction=ef_construction, ef_search=ef_search,
                                 read_only=read_only)
         self._closed = False
+        self._traces: SqliteTraces | None = None
 
     # -- opening and closing ----------------------------------------------
 
@@ -191,6 +193,13 @@ class MemoryStore:
     def db(self) -> sqlite_utils.Database:
         """The store's SQLite database (other modules may add their own tables)."""
         return self._db
+
+    @property
+    def traces(self) -> SqliteTraces:
+        """The turn traces, kept in the ``traces`` table of :attr:`db`."""
+        if self._traces is None:
+            self._traces = SqliteTraces(self._db)
+        return self._traces
 
     @property
     def embedder(self):

@@ -29,6 +29,7 @@ import re
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from starlette.applications import Starlette
@@ -112,8 +113,9 @@ class Service:
 
     def start(self) -> None:
         jobs = [("cleo-serve-pack", self._load_pack)]
-        if self.settings.memory is not None:
+        if isinstance(self.settings.memory, Path):
             self.settings.memory.mkdir(parents=True, exist_ok=True)
+        if self.settings.memory is not None:  # a directory or a postgresql:// URL
             jobs.append(("cleo-serve-model", self._warm_model))
         for name, target in jobs:
             thread = threading.Thread(target=target, name=name, daemon=True)

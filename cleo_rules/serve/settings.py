@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from ..extras import is_postgres_url
+
 __all__ = ["DEFAULTS", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
 
 #: A tenant's name: lower-case letters, digits, ``_`` and ``-``, 1 to 63
@@ -45,7 +47,8 @@ class Settings:
     ``pack`` is a pack directory, an installed pack's name or None for the
     bundled pack; ``require`` a version range every pack must satisfy.
     ``memory`` is the root directory of the tenants' stores
-    (``ROOT/<tenant>/``), None for a service without memory; ``model`` a
+    (``ROOT/<tenant>/``), or a ``postgresql://`` URL of the database that
+    holds them (one schema per tenant), None for a service without memory; ``model`` a
     sentence-transformers model directory (default: the bundled
     all-MiniLM-L6-v2). ``keys`` is the key file (see
     :mod:`cleo_rules.serve.keys`); without one, every request is let in,
@@ -71,7 +74,7 @@ class Settings:
 
     pack: str | None = None
     require: str | None = None
-    memory: Path | None = None
+    memory: Path | str | None = None
     model: str | None = None
     keys: Path | None = None
     host: str = "127.0.0.1"
@@ -93,7 +96,7 @@ class Settings:
     writable_corpus: bool = False
 
     def __post_init__(self):
-        if self.memory is not None and not isinstance(self.memory, Path):
+        if self.memory is not None and not isinstance(self.memory, Path) and not is_postgres_url(self.memory):
             object.__setattr__(self, "memory", Path(self.memory))
         if self.keys is not None and not isinstance(self.keys, Path):
             object.__setattr__(self, "keys", Path(self.keys))

@@ -1,7 +1,10 @@
-"""The tenants' memory stores: one directory each, opened lazily, kept in a bounded LRU.
+"""The tenants' memory stores: one directory (or database schema) each, opened lazily, kept in a bounded LRU.
 
-``ROOT/<tenant>/`` is one :class:`~cleo_rules.retrieval.MemoryStore`. A
-store is opened on first use and, like everything done with it, on the
+``ROOT/<tenant>/`` is one :class:`~cleo_rules.retrieval.MemoryStore`; with a
+``postgresql://`` URL for a root, each tenant is one
+:class:`~cleo_rules.retrieval.postgres.PgStore` (schema ``cleo_<tenant>``),
+and all of them share one connection pool (:class:`~cleo_rules.retrieval.postgres.Database`).
+A store is opened on first use and, like everything done with it, on the
 tenant's own thread: a store's SQLite connection belongs to the thread that
 opened it, and one thread per tenant also means a tenant's requests run one
 at a time, in order, while different tenants run side by side. At most
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING
 from .settings import valid_tenant
 
 if TYPE_CHECKING:
-    from ..retrieval import MemoryStore
+    from ..retrieval.memory import Memory
 
 log = logging.getLogger("cleo_rules.serve")
 
@@ -102,11 +105,11 @@ class _Tenant:
 
     __slots__ = ("name", "path", "executor", "store", "pending", "after")
 
-    def __init__(self, name: str, path: Path, after: Future | None):
+    def __init__(self, name: str, path: Path | None, after: Future | None):
         self.name = name
         self.path = path
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"cleo-tenant-{name}")
-        self.store: MemoryStore | None = None
+        self.store: Memory | None = None
         self.pending = 0
         self.after = after  # the previous store of this tenant, still closing
 
@@ -118,7 +121,12 @@ class Tenants:
     """
 
     def __init__(self, root, embedder, *, open_stores: int = 32, queue: int = 16, store_options=None):
-        self.root = Path(root)
+        from ..extras import is_postgres_url
+
+        self.url: str | None = str(root) if is_postgres_url(root) else None
+        self.root = Path(root) if self.url is None else None
+        self._database = None  # the shared pool of a postgresql:// root, opened on first use
+        self._known: set[str] = set()  # tenants whose schema exists (a schema is never dropped under us)
         self.embedder = embedder
         self.open_stores = int(open_stores)
         self.queue = int(queue)
@@ -130,11 +138,38 @@ class Tenants:
     def path(self, name: str) -> Path:
         if not valid_tenant(name):  # the router and the handlers check first; this is the last line
             raise ValueError(f"not a tenant name: {name!r}")
+        if self.root is None:
+            raise ValueError("the tenants live in a database, not in directories")
         return self.root / name
+
+    def database(self):
+        """The shared :class:`~cleo_rules.retrieval.postgres.Database` of a ``postgresql://`` root."""
+        if self._database is None:
+            from ..extras import postgres_imports
+
+            with postgres_imports():
+                from ..retrieval.pg_schema import parse_location
+                from ..retrieval.postgres import Database
+
+            assert self.url is not None
+            self._database = Database(parse_location(self.url).url,
+                                      pool_size=int(self.store_options.pop("pool_size", 8)))
+        return self._database
 
     def exists(self, name: str) -> bool:
         """Whether the tenant has a store (only an ingest creates one)."""
-        return name in self._tenants or (self.path(name) / DB_FILE).is_file()
+        if name in self._tenants or name in self._known:
+            return True
+        if self.url is None:
+            return (self.path(name) / DB_FILE).is_file()
+        if not valid_tenant(name):
+            raise ValueError(f"not a tenant name: {name!r}")
+        from ..retrieval.pg_schema import schema_name
+
+        found = self.database().tenant_exists(schema_name(name))
+        if found:
+            self._known.add(name)
+        return found
 
     @property
     def open_count(self) -> int:
@@ -152,7 +187,8 @@ class Tenants:
             raise RuntimeError("the tenants' stores are closed")
         tenant = self._tenants.get(name)
         if tenant is None:
-            tenant = self._tenants[name] = _Tenant(name, self.path(name), self._closing.pop(name, None))
+            where = self.path(name) if self.url is None else None
+            tenant = self._tenants[name] = _Tenant(name, where, self._closing.pop(name, None))
         self._tenants.move_to_end(name)
         if tenant.pending >= self.queue:
             raise Overloaded(name)
@@ -175,9 +211,16 @@ class Tenants:
                 except Exception:  # noqa: BLE001 - logged where it failed; the database is still the truth
                     pass
                 tenant.after = None
-            from ..retrieval import MemoryStore
+            if self.url is not None:
+                from ..retrieval.postgres import PgStore
 
-            tenant.store = MemoryStore.open(tenant.path, embedder=self.embedder, **self.store_options)
+                tenant.store = PgStore.open(self.url, embedder=self.embedder, tenant=tenant.name,
+                                            database=self.database(), **self.store_options)
+                self._known.add(tenant.name)
+            else:
+                from ..retrieval import MemoryStore
+
+                tenant.store = MemoryStore.open(tenant.path, embedder=self.embedder, **self.store_options)
             log.info("opened the memory store of tenant %s", tenant.name)
         return work(tenant.store)
 
@@ -223,4 +266,6 @@ class Tenants:
                 future.result()
             except Exception:  # noqa: BLE001 - one store failing to save must not keep the others open
                 log.exception("a memory store failed to close cleanly")
+        if self._database is not None:
+            self._database.close()
         return open_now

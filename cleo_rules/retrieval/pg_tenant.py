@@ -1,0 +1,210 @@
+"""One tenant's schema in a PostgreSQL database: opening it, its version and migrations, its model.
+
+:class:`TenantSchema` is what every part of :class:`~cleo_rules.retrieval.postgres.PgStore`
+stands on: the tenant's connections (from a shared
+:class:`~cleo_rules.retrieval.pg_database.Database`), its statements (the
+templates of :mod:`~cleo_rules.retrieval.pg_schema` for its schema), the
+checks that it is open and writable, the migrations that create or upgrade
+its schema, and the embedder with the model and vector length its vectors
+were made with. Writing is :mod:`~cleo_rules.retrieval.pg_writes`, searching
+:mod:`~cleo_rules.retrieval.pg_search`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import LiteralString, cast
+
+import numpy as np
+import psycopg
+
+from ..errors import StoreError
+from .pg_database import Database
+from .pg_schema import Location, check_version, latest, quote, steps
+from .schema import Source, now
+
+__all__ = ["TenantSchema"]
+
+
+class TenantSchema:
+    """A tenant's schema and settings; the base of :class:`~cleo_rules.retrieval.postgres.PgStore`."""
+
+    def __init__(self, database: Database, location: Location, embedder, model_path, *, score_floor: float,
+                 chunk_size: int, chunk_overlap: int, chunk_max_chars: int, ef_search: int, M: int,
+                 ef_construction: int, read_only: bool, owns_database: bool):
+        self.database = database
+        self.location = location
+        self.schema = location.schema
+        self.q = quote(self.schema)
+        self.read_only = read_only
+        self.score_floor = float(score_floor)
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.chunk_max_chars = chunk_max_chars
+        self.ef_search = ef_search
+        self.M = M
+        self.ef_construction = ef_construction
+        self._embedder = embedder
+        self._model_path = model_path
+        self._owns_database = owns_database
+        self._model: str | None = None
+        self._dim: int | None = None
+        self._closed = False
+        self._search_sql: dict[tuple[Source, ...], LiteralString] = {}
+        self.schema_version = 0
+        self._deferring = False  # an ingest builds the HNSW indexes at its end
+
+    def __repr__(self) -> str:
+        return f"PgStore({str(self.location)!r})"
+
+    @property
+    def path(self) -> str:
+        """The store's location as it may be shown (no password)."""
+        return str(self.location)
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        self._check_open()
+        with self.database.connection(self.location) as conn:
+            yield conn
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("memory store is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise StoreError(f"memory store {self.location} is open read-only; open it without read_only=True "
+                             "to change it", code="E305")
+
+    def _sql(self, template: str) -> LiteralString:
+        """A statement of :mod:`~cleo_rules.retrieval.pg_schema` for this tenant's schema.
+
+        The templates are this package's constants and the schema name is a
+        quoted identifier made from a checked tenant name, so the text is as
+        safe as a literal (which is what psycopg's types ask for).
+        """
+        return cast(LiteralString, template.format(s=self.q))
+
+    # -- the schema, and its version ---------------------------------------
+
+    def _prepare_schema(self, *, create: bool) -> None:
+        with self._connection() as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", [f"{self.q}.meta"]).fetchone()
+            if exists is None or exists[0] is None:
+                if not create:
+                    raise StoreError(self._no_store_message(), code="E301")
+                self._migrate(conn)
+            else:
+                meta = self._read_meta(conn)
+                version = check_version(meta.get("schema_version"), self.location, read_only=not create)
+                if version < latest():
+                    self._migrate(conn)
+            meta = self._read_meta(conn)
+        self.schema_version = int(meta["schema_version"])
+        self._remember_model(meta.get("model"), meta.get("dim"))
+
+    def _no_store_message(self) -> str:
+        return (f"no memory store in {self.location} (create one with `cleo-rules memory ingest --db URL FILE`, "
+                "or give the location of an existing store)")
+
+    def _read_meta(self, conn) -> dict:
+        meta = dict(conn.execute(self._sql("SELECT key, value FROM {s}.meta")).fetchall())
+        if "schema_version" not in meta:
+            raise StoreError(f"memory store {self.location} is damaged: the row 'schema_version' is missing in its "
+                             "meta table; restore the database from a backup, or ingest the data again into a "
+                             "new store", code="E303")
+        return meta
+
+    def _migrate(self, conn) -> None:
+        """Create the tenant's schema, or bring it to the latest version, under an advisory lock.
+
+        The lock is the session's, taken before the transaction: a
+        transaction that starts after another process's migration committed
+        sees its tables (one that started before might not, in the catalogue
+        caches), so the second process finds the work done.
+        """
+        key = [f"cleo-rules:{self.schema}"]
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", key)
+        try:
+            self._migrate_locked(conn)
+        finally:
+            try:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", key)
+            except psycopg.Error:  # a broken connection took its session lock with it
+                pass
+
+    def _migrate_locked(self, conn) -> None:
+        with conn.transaction():
+            found = conn.execute("SELECT to_regclass(%s)", [f"{self.q}.meta"]).fetchone()
+            current = 0
+            if found is not None and found[0] is not None:  # someone may have migrated it while we waited
+                current = check_version(self._read_meta(conn).get("schema_version"), self.location,
+                                        read_only=False)
+            else:
+                conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS {s}"))
+            for step in steps(current):
+                for statement in step.statements:
+                    conn.execute(self._sql(statement))
+            if current == 0:
+                rows = [("schema_version", str(latest())), ("created_at", now()), ("store_id", uuid.uuid4().hex),
+                        ("model", None), ("dim", None)]
+                with conn.cursor() as cur:
+                    cur.executemany(self._sql("INSERT INTO {s}.meta (key, value) VALUES (%s, %s)"), rows)
+            else:
+                conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'schema_version'"),
+                             [str(latest())])
+
+    def _remember_model(self, model, dim) -> None:
+        self._model = model or None
+        self._dim = int(dim) if dim else None
+
+    # -- embedding --------------------------------------------------------
+
+    @property
+    def embedder(self):
+        """The embedder, created on first use when none was given."""
+        if self._embedder is None:
+            from .embed import Embedder
+
+            self._embedder = Embedder(self._model_path)
+        return self._embedder
+
+    @property
+    def model_name(self) -> str | None:
+        """The model that made the stored vectors (None while the store has none)."""
+        return self._model
+
+    @property
+    def dim(self) -> int | None:
+        """Length of the stored vectors (None while the store has none)."""
+        return self._dim
+
+    def _check_model(self, embedder, stored: str | None = None) -> None:
+        stored = stored if stored is not None else self._model
+        name = getattr(embedder, "model_name", None)
+        if stored is not None and name is not None and stored != name:
+            raise StoreError(
+                f"memory store {self.location} holds vectors from model {stored!r}, but the embedder is {name!r}; "
+                "open it with the same model or run `cleo-rules memory rebuild --reembed`"
+            )
+
+    def _load_model(self) -> float:
+        embedder = self.embedder
+        if getattr(embedder, "loaded", True):
+            return 0.0
+        start = time.perf_counter()
+        embedder.dim  # loads the weights
+        return time.perf_counter() - start
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        embedder = self.embedder
+        self._check_model(embedder)
+        vectors = np.ascontiguousarray(embedder.encode(texts), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise StoreError(f"embedder returned an array of shape {vectors.shape} for {len(texts)} texts")
+        return vectors
