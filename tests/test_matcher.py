@@ -10,7 +10,7 @@ import pytest
 
 from cleo_rules import Decision, load_pack
 from cleo_rules.prefilter import LiteralIndex
-from cleo_rules.pack.compile import example_case
+from cleo_rules.pack.examples import example_case
 
 ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 
@@ -138,7 +138,7 @@ def test_timeout_falls_back_to_substantive_never_to_follow_up(pack, caplog):
     """
     import regex
 
-    from cleo_rules.pack.compile import Pack, PatternRule
+    from cleo_rules.pack.model import Pack, PatternRule
 
     slow = "^(?:[a-z ,.]|[a-z ,.]{2})*\\d"
     bad = PatternRule(id="correction.slow", kind="correction", description="slow", pattern=slow,
