@@ -308,3 +308,38 @@ def test_unreadable_corpus_file_is_reported_not_raised(tmp_path):
     found = [p for p in run_corpus(pack, corpus).problems if p.code == "E108"]
     assert sorted(p.file.rsplit("/", 1)[-1] for p in found) == ["extra.yaml", "gone.yaml"]
     assert all(p.message.startswith("cannot read file: ") for p in found)
+
+
+def test_head_in_must_name_a_set_of_the_lexicon(pack_copy):
+    pack_copy.replace("follow_ups.yaml", "    head_in: nouns\n", "    head_in: nuons\n")
+    with pytest.raises(PackError) as err:
+        load_pack(pack_copy.dir)
+    (p,) = [p for p in err.value.problems if p.code == "E143"]
+    assert p.file.endswith("follow_ups.yaml") and p.pointer.endswith("/head_in") and "'nuons'" in p.message
+    assert "nouns" in p.help
+
+
+def test_a_referent_example_that_finds_another_referent_is_located(pack_copy):
+    pack_copy.replace("referents.yaml", 'referent: "Cresswell"', 'referent: "Hadley"')
+    with pytest.raises(PackError) as err:
+        load_pack(pack_copy.dir)
+    (p,) = [p for p in err.value.problems if p.code == "E145"]
+    assert p.rule == "referent.position" and "should find 'Hadley'" in p.message and "'Cresswell'" in p.message
+    assert p.file.endswith("referents.yaml")
+    lines = pack_copy.read("referents.yaml").splitlines()
+    assert lines[p.line - 1].strip().startswith("- message:")  # the example itself
+
+
+def test_a_referent_counterexample_that_finds_something_by_its_rule_is_located(pack_copy):
+    text = pack_copy.read("referents.yaml")
+    old = '''    counterexamples:
+      - message: "Yes, go with the second one."
+        history:
+          - "Compare the two van insurance quotes"'''
+    assert old in text
+    pack_copy.write("referents.yaml", text.replace(old, old + '''
+          - {role: assistant, content: "Hadley quotes 2,140 and Cresswell quotes 1,865."}''', 1))
+    with pytest.raises(PackError) as err:
+        load_pack(pack_copy.dir)
+    (p,) = [p for p in err.value.problems if p.code == "E146"]
+    assert p.rule == "referent.position" and "finds 'Cresswell' by this rule" in p.message

@@ -160,7 +160,7 @@ def _example_conversation(item) -> tuple[str, tuple, str | None] | None:
     try:
         history = tuple(history_item(h) for h in item.get("history") or ())
     except ValueError:
-        return None  # the pack's own checks report it (E144)
+        return None  # the rule file's schema refuses it
     referent = item.get("referent")
     return item["message"], history, referent if isinstance(referent, str) else None
 
