@@ -16,6 +16,7 @@ a search looks its hits up by label, :meth:`MemoryStore.get
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -186,6 +187,19 @@ COUNTS_SQL = "SELECT " + ", ".join(
 
 
 _BY_MARK = {t.mark: t.source for t in TABLES.values()}
+
+
+def content_hashes(conn, ids: dict[Source, list[str]]) -> dict[tuple[Source, str], str]:
+    """The stored content hash of every item among ``ids`` (item ids by source) that the store holds."""
+    found = {}
+    for source, table in TABLES.items():
+        if ids.get(source):
+            rows = conn.execute(
+                f"SELECT id, content_hash FROM {table.parent} WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids[source]),),
+            ).fetchall()
+            found.update({(source, i): h for i, h in rows})
+    return found
 
 
 def source_of_item(item: str) -> Source | None:
