@@ -153,3 +153,8 @@ def test_the_store_knows_no_rules(module):
 def test_the_core_knows_no_cli_or_service(module):
     assert sorted(m for m in GRAPH[module] if m.startswith(LAYERS)) == []
     assert sorted(OUTSIDE[module] & LAYER_LIBRARIES) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_over_600_lines(module):
+    assert len(MODULES[module].read_text(encoding="utf-8").splitlines()) <= 600
