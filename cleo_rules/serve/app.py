@@ -38,6 +38,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import CleoError, IngestError, PackError
+from ..kinds import Source
 from . import openapi
 from .keys import KeyRing
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -390,7 +391,7 @@ def _endpoints(service: Service) -> list[Route]:
         service.require_ready()
         tenants = service.require_tenant(tenant)
         source, item_id = request.path_params["source"], request.path_params["id"]
-        if source not in ("conversation", "document"):
+        if source not in tuple(Source):
             raise ServiceError("invalid-request", f"source must be conversation or document, not {source[:40]!r}",
                                field="source")
         if not tenants.exists(tenant):
