@@ -68,7 +68,7 @@ def test_a_case_as_json_keeps_what_it_asserts_and_only_that():
 def test_the_corpus_error_lists_problems_by_rank_then_place():
     late = problem("E201", "a template yields nothing", "b.yaml", 3, 1, rank=5)
     early = problem("E201", "a template yields nothing", "a.yaml", 9, 1, rank=5)
-    first = problem("E212", "an id used twice", "z.yaml", 1, 1, rank=1)
+    first = problem("E212", "case id 'c/1' is used twice (also at y.yaml:4)", "z.yaml", 1, 1, rank=1)
     exc = CorpusError([late, early, first], "templates have problems")
     assert isinstance(exc, CleoError) and exc.code == "E200"
     assert list(exc.problems) == [first, early, late]
