@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from cleo_rules import load_pack
-from cleo_rules.corpus import check_corpus, default_corpus_dir
-from cleo_rules.corpus.run import Evaluator, load_cases
+from cleo_rules.corpus import default_corpus_dir, run_corpus
+from cleo_rules.corpus.judge import Evaluator
+from cleo_rules.corpus.run import load_cases
 
 
 def timed(fn, repeat):
@@ -57,7 +58,7 @@ def main(argv=None):
         return [ev.run(c) for c in cases]
 
     def check():
-        return check_corpus(pack, corpus_dir)
+        return run_corpus(pack, corpus_dir)
 
     print(f"pack {pack.name} {pack.version} ({pack.content_hash}), loaded in {load_s:.3f} s")
     print(f"corpus {corpus_dir}: {n:,} cases ({n - hand:,} generated, {hand:,} hand-written; "

@@ -3,8 +3,10 @@
     >>> from cleo_rules import load_pack
     >>> pack = load_pack()
     >>> d = pack.classify("Yes, go with the second one.", history=["Compare the two van insurance quotes"])
-    >>> d.kind, d.query
-    ('follow_up', 'Compare the two van insurance quotes\\nYes, go with the second one.')
+    >>> print(d.kind)
+    follow_up
+    >>> d.query
+    'Compare the two van insurance quotes\\nYes, go with the second one.'
 """
 
 from typing import TYPE_CHECKING
@@ -13,17 +15,22 @@ from .errors import CleoError, PackError, Problem
 
 if TYPE_CHECKING:  # imported lazily at run time (see __getattr__), seen eagerly by type checkers
     from .decision import Decision
-    from .pack.compile import Pack, load_pack
+    from .pack.compile import load_pack
+    from .pack.model import Pack
     from .runtime import PackManager
 
 __all__ = ["load_pack", "Pack", "Decision", "PackManager", "CleoError", "PackError", "Problem"]
 
 
 def __getattr__(name):  # keep `import cleo_rules` cheap
-    if name in ("load_pack", "Pack"):
-        from .pack import compile as _compile
+    if name == "load_pack":
+        from .pack.compile import load_pack
 
-        return getattr(_compile, name)
+        return load_pack
+    if name == "Pack":
+        from .pack.model import Pack
+
+        return Pack
     if name == "PackManager":
         from .runtime import PackManager
 

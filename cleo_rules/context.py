@@ -10,7 +10,7 @@ There are exactly three situations, and the block says which one happened:
   (documents), then ``footer`` when the pack has a non-empty one.
 
 All wording comes from the rule pack's ``context:`` section (see
-:attr:`cleo_rules.pack.compile.Pack.context`), not from this module. The
+:attr:`cleo_rules.pack.model.Pack.context`), not from this module. The
 templates are ``str.format`` strings; the fields they can use are
 
 ``header``, ``empty``, ``skipped``, ``footer``

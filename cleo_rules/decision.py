@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CORRECTION", "Decision", "FOLLOW_UP", "KINDS", "Part", "SKIP", "SUBSTANTIVE", "make_decision"]
+from .kinds import DecisionKind
 
-SKIP = "skip"
-CORRECTION = "correction"
-FOLLOW_UP = "follow_up"
-SUBSTANTIVE = "substantive"
-#: The kinds of turn, in the order the matcher decides them.
-KINDS = (SKIP, CORRECTION, FOLLOW_UP, SUBSTANTIVE)
+__all__ = ["Decision", "Part", "make_decision"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +53,8 @@ class Part:
 class Decision:
     """What to do with one user turn.
 
+    ``kind`` is a :class:`~cleo_rules.kinds.DecisionKind` (a string:
+    ``"skip"``, ``"correction"``, ``"follow_up"``, ``"substantive"``).
     ``span`` is ``(start, end)`` in the original message (Python string
     indices) of the text the rule matched, ``matched`` that text. ``query`` is
     what retrieval should search: ``None`` for ``skip``, the message as typed
@@ -69,7 +66,7 @@ class Decision:
     order, each with where it came from; it is empty for a skipped turn.
     """
 
-    kind: str
+    kind: DecisionKind
     rule: str | None
     span: tuple[int, int] | None
     matched: str | None

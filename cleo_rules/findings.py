@@ -97,13 +97,6 @@ def from_problem(p: Problem, *, corpus: bool = False) -> Finding:
     return Finding(p.code, p.message, loc, p.severity, p.help, p.rule, p.pointer, corpus=corpus)
 
 
-def _split_source(source: str) -> Location:
-    file, _, line = source.rpartition(":")
-    if line.isdigit() and file:
-        return Location(file, int(line), 1)
-    return Location(source)
-
-
 def _case_finding(label: str, outcome, rule_ref: RuleRef | None) -> Finding:
     case = outcome.case
     what = {"FN": "a miss", "FP": "a wrong hit", "KIND": "the wrong kind", "QUERY": "the wrong query",
@@ -113,7 +106,7 @@ def _case_finding(label: str, outcome, rule_ref: RuleRef | None) -> Finding:
     if queries:
         detail += "; " + "; ".join(queries)
     message = f"corpus case {case.id} {json.dumps(case.message, ensure_ascii=False)}: {detail}"
-    here = _split_source(case.source) if case.source else None
+    here = Location(case.file, case.line, 1) if case.file else None
     if rule_ref is not None:
         message += f" ({label}: {what} of {rule_ref.id})"
         related = (Location(here.file, here.line, here.col, f"the case {case.id}"),) if here else ()
@@ -125,7 +118,7 @@ def _case_finding(label: str, outcome, rule_ref: RuleRef | None) -> Finding:
 
 
 def from_report(report, rules: list[RuleRef]) -> list[Finding]:
-    """Every finding of a corpus :class:`~cleo_rules.corpus.run.Report`."""
+    """Every finding of a corpus :class:`~cleo_rules.corpus.report.Report`."""
     by_id = {r.id: r for r in rules}
     out: list[Finding] = []
     for stats in report.rules:

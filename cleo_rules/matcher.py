@@ -31,9 +31,10 @@ from collections import OrderedDict
 
 import regex
 
-from .decision import CORRECTION, FOLLOW_UP, SKIP, SUBSTANTIVE, Decision, Part, make_decision
+from .decision import Decision, Part, make_decision
 from .explain import Explanation, Recorder
 from .history import ASSISTANT, USER, read_history
+from .kinds import DecisionKind
 from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
@@ -43,6 +44,8 @@ from .text import WORD, normalize, original_span, visible_length, word_pattern
 __all__ = ["Matcher", "ROLE_PRIORITY"]
 
 log = logging.getLogger("cleo_rules")
+
+SKIP, CORRECTION, FOLLOW_UP, SUBSTANTIVE = DecisionKind  # the walk's outcomes, bound once
 
 
 # Roles in the order they name a vocabulary follow-up; filler never does.
@@ -129,7 +132,7 @@ class _KindCache:
 class Matcher:
     """Classifies messages with one pack's compiled rules.
 
-    Built by each compiled :class:`~cleo_rules.pack.compile.Pack`; holds
+    Built by each compiled :class:`~cleo_rules.pack.model.Pack`; holds
     only immutable state, so one instance serves any number of threads.
     Patterns are tried one by one in file order, but only those whose
     requirements the message meets (strings, whole words, prefixes and
@@ -442,7 +445,7 @@ class Matcher:
 
     # -- classification ------------------------------------------------
 
-    def kind_of(self, message: str) -> str:
+    def kind_of(self, message: str) -> DecisionKind:
         """The kind of ``message`` on its own (no query shaping)."""
         return self._classify(message)[0]
 
@@ -543,11 +546,6 @@ class Matcher:
                 rec.timed_out(t.rule_id)
             return SUBSTANTIVE, None, None, text, f"timeout in {t.rule_id}"
         return SUBSTANTIVE, None, None, text, None
-
-    def anchor_for(self, history) -> str | None:
-        """The last substantive user message in ``history`` (oldest first), or None."""
-        said = self._anchor(read_history(history))
-        return None if said is None else said.content
 
     def _anchor(self, history):
         """The last substantive user turn among the last ``anchor_lookback`` user turns, or None."""

@@ -32,11 +32,13 @@ from pathlib import Path
 
 from .errors import UsageError
 from .jsonl import JsonLineError, read_lines
+from .kinds import DecisionKind
 from .retrieval.memory import Memory
 from .retrieval.schema import TABLES, Source
 from .trace import read_traces
 
-KINDS = ("substantive", "follow_up", "correction")
+#: the kinds of turn that search, in the order the report shows them (a skipped turn recalls nothing)
+SEARCHED_KINDS = (DecisionKind.SUBSTANTIVE, DecisionKind.FOLLOW_UP, DecisionKind.CORRECTION)
 
 
 def pair_id(trace_id: int, rank: int) -> str:
@@ -128,8 +130,8 @@ class RelevanceReport:
             cell.irrelevant += 0 if relevant else 1
 
     def rows(self) -> list[str]:
-        extra = sorted({k for k, _ in self.cells} - set(KINDS) - {"all"})
-        return ["all", *KINDS, *extra]
+        extra = sorted({k for k, _ in self.cells} - set(SEARCHED_KINDS) - {"all"})
+        return ["all", *SEARCHED_KINDS, *extra]
 
     def to_dict(self) -> dict:
         return {

@@ -4,16 +4,16 @@
 swaps in a new one only after it passes :func:`accept`, the single gate:
 
 1. load: plain YAML only, bounded files, schema, lints (including
-   catastrophic patterns), compile, and every example, counterexample and
-   request form of every rule (:func:`~cleo_rules.pack.compile.load_pack`);
+   catastrophic patterns), compile (:func:`~cleo_rules.pack.compile.load_pack`);
 2. the version range the runtime requires, if any;
-3. the pack's own checked-in corpus (``corpus/`` beside the pack
-   directory, when it has one), run by :mod:`cleo_rules.corpus`.
+3. the one verdict (:func:`cleo_rules.verify.verify`): every example,
+   counterexample and request form of every rule, and the pack's own
+   checked-in corpus (``corpus/`` beside the pack directory, when it has one).
 
 A pack that fails any step is rejected: the reasons are logged on the
 ``cleo_rules`` logger, kept in :attr:`PackManager.last_error`, and the
 previous pack keeps serving. The swap is one reference assignment of a
-fully built, immutable :class:`~cleo_rules.pack.compile.Pack`, and every
+fully built, immutable :class:`~cleo_rules.pack.model.Pack`, and every
 call reads that reference once, so a request is answered wholly by one pack
 and its decision names that pack's version and content hash.
 
@@ -28,8 +28,6 @@ dependency)::
 from __future__ import annotations
 
 import hashlib
-import importlib
-import json
 import logging
 import os
 import threading
@@ -37,15 +35,17 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
-from .errors import CleoError, PackError, Problem
-from .pack.compile import Pack, load_pack
+from .corpus.files import corpus_dir_of
+from .errors import CleoError, PackError
+from .pack.compile import load_pack
+from .pack.model import Pack
 from .pack.sources import VersionRange, resolve_pack
+from .verify import verify
 
 log = logging.getLogger("cleo_rules")
 
-__all__ = ["PackManager", "accept", "corpus_dir_of", "corpus_problems", "fingerprint"]
+__all__ = ["PackManager", "accept", "fingerprint"]
 
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -57,94 +57,21 @@ MAX_WATCHED_FILES = 1000
 # --------------------------------------------------------------------------
 
 
-MAX_CASES_REPORTED = 20  # failing corpus cases listed in a rejection; the rest are counted
-
-
-def _corpus_module():
-    try:
-        return importlib.import_module("cleo_rules.corpus")
-    except ModuleNotFoundError as exc:
-        if exc.name == "cleo_rules.corpus":
-            return None
-        raise
-
-
-def _corpus_runner():
-    """``runner(pack) -> [Problem]`` for the pack's checked-in corpus, or None without a corpus module.
-
-    The corpus is ``corpus/`` beside the pack directory
-    (:func:`cleo_rules.corpus.default_corpus_dir`). A pack without one has
-    nothing to pass: its examples, counterexamples and request forms are
-    still checked by the loader.
-    """
-    module = _corpus_module()
-    check = getattr(module, "check_corpus", None) if module is not None else None
-    where = getattr(module, "default_corpus_dir", None) if module is not None else None
-    if check is None or where is None:
-        return None
-
-    def runner(pack) -> list[Problem]:
-        corpus_dir = where(pack)
-        if not corpus_dir.is_dir():
-            return []
-        return _report_problems(check(pack, corpus_dir))
-
-    return runner
-
-
-def _report_problems(report) -> list[Problem]:
-    """What a corpus report says is wrong, one placed problem per finding."""
-    if report.ok:
-        return []
-    out = []
-    failed = report.failed
-    for o in failed[:MAX_CASES_REPORTED]:
-        file, _, line = o.case.source.rpartition(":")
-        out.append(Problem("E230", f"corpus case {o.case.id} {json.dumps(o.case.message, ensure_ascii=False)}: "
-                                   f"{o.expected()}, {o.got()}",
-                           file or o.case.source, line=int(line) if line.isdigit() else 0, col=1 if line else 0,
-                           rule=o.case.rule or o.culprit, rank=9,
-                           help="fix the rule, or the case if the rule is right; `cleo-rules corpus check` lists all"))
-    if len(failed) > MAX_CASES_REPORTED:
-        out.append(Problem("E230", f"corpus case … and {len(failed) - MAX_CASES_REPORTED} more: they fail too",
-                           str(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
-    for stale in report.stale:
-        out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
-                           help="run `cleo-rules corpus build` and review the diff"))
-    out += list(report.problems)
-    return out
-
-
-def corpus_dir_of(pack_dir) -> Path | None:
-    """The corpus directory that belongs to the pack in ``pack_dir``, if a corpus module exists."""
-    module = _corpus_module()
-    if module is None or not hasattr(module, "default_corpus_dir"):
-        return None
-    return Path(module.default_corpus_dir(SimpleNamespace(path=Path(pack_dir))))
-
-
-def corpus_problems(pack: Pack) -> list[Problem]:
-    """Failures of ``pack``'s own checked-in corpus; empty when it passes or there is none."""
-    runner = _corpus_runner()
-    if runner is None:
-        return []
-    return list(runner(pack))
-
-
 def accept(pack_dir, *, require=None) -> Pack:
     """Load ``pack_dir`` and return the compiled pack only if it may serve.
 
-    Validates, lints and compiles (examples included), checks ``require``
-    (a version range such as ``">=1.0,<2"``), then runs the pack's corpus
+    Validates, lints and compiles, checks ``require`` (a version range such
+    as ``">=1.0,<2"``), then judges the pack with :func:`cleo_rules.verify.verify`:
+    every example, counterexample and request form, and the pack's corpus
     (``corpus/`` beside the pack directory, when there is one): any failing
-    case, stale generated file or corpus problem rejects the pack.
+    example or case, stale generated file or corpus problem rejects the pack.
     Raises :class:`~cleo_rules.errors.PackError` (or a subclass) listing the
     reasons, or :class:`~cleo_rules.errors.PackNotFound`.
     """
-    pack = load_pack(Path(pack_dir), require=require)
-    problems = [p for p in corpus_problems(pack) if p.severity == "error"]
-    if problems:
-        raise PackError(problems, pack=str(pack_dir))
+    pack = load_pack(Path(pack_dir), check_examples=False, require=require)
+    errors = verify(pack).errors()
+    if errors:
+        raise PackError(errors, pack=str(pack_dir))
     return pack
 
 

@@ -32,7 +32,7 @@ from .trace import Tracer, TraceSettings, now_iso
 
 if TYPE_CHECKING:
     from .decision import Decision
-    from .pack.compile import Pack
+    from .pack.model import Pack
 
 DEFAULT_K = 5
 
@@ -95,7 +95,7 @@ class Recall:
     ``store`` is an open memory (a :class:`~cleo_rules.retrieval.MemoryStore`,
     a :class:`~cleo_rules.retrieval.postgres.PgStore`, or anything else
     implementing :class:`~cleo_rules.retrieval.memory.Memory`);
-    ``pack`` a compiled :class:`~cleo_rules.pack.compile.Pack` (the bundled
+    ``pack`` a compiled :class:`~cleo_rules.pack.model.Pack` (the bundled
     default when ``None``). ``k`` results are asked for per search, from
     ``sources``, with the store's score floor unless ``floor`` is given.
     ``trace=False`` writes no traces; ``trace={"redact": True}`` keeps no

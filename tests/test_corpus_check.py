@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from cleo_rules import load_pack
 from cleo_rules.cli import cli
-from cleo_rules.corpus import build_corpus, check_corpus
-from cleo_rules.corpus.run import Evaluator
+from cleo_rules.corpus import build_corpus, run_corpus
+from cleo_rules.corpus.judge import Evaluator
 from cleo_rules.corpus.model import Case
 from cleo_rules.resources import rules_dir
 
@@ -50,7 +50,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 @pytest.fixture(scope="module")
 def report():
-    return check_corpus(load_pack())
+    return run_corpus(load_pack())
 
 
 def test_default_corpus_passes(report):
@@ -353,7 +353,7 @@ def test_queries_are_checked_when_there_is_a_history():
 def test_rule_text_lists_the_failing_cases_for_pytest(pack_copy):
     edit(pack_copy / "corrections.yaml", "      - '\\bbeen there,? done that\\b'\n",
          "      - '\\bbeen there,? done that\\b'\n      - '\\btry (?:that|this|it)\\b'\n")
-    rep = check_corpus(load_pack(pack_copy, check_examples=False))
+    rep = run_corpus(load_pack(pack_copy, check_examples=False))
     text = rep.rule_text("correction.already-tried")
     assert text.startswith("correction.already-tried (")
     assert "FP    correction.already-tried/r-" in text
@@ -365,7 +365,7 @@ def test_a_rule_that_fires_on_none_of_its_positives_is_dead(pack_copy):
     line = next(x for x in path.read_text(encoding="utf-8").splitlines()
                 if x.startswith("    pattern: '^(?:\\w+[,.!]? ){0,2}(?:thanks|thank you|"))
     edit(path, line, "    pattern: '\\bzzqxj\\b'")
-    report = check_corpus(load_pack(pack_copy, check_examples=False))
+    report = run_corpus(load_pack(pack_copy, check_examples=False))
     (p,) = [p for p in report.problems if p.code == "E221"]
     assert p.rule == "follow_up.thanks-for" and p.message.startswith("fires on none of its ")
 
@@ -373,7 +373,7 @@ def test_a_rule_that_fires_on_none_of_its_positives_is_dead(pack_copy):
 def test_unreadable_generated_file(pack_copy):
     path = pack_copy.parent / "corpus" / "generated" / "vocab.nod.yaml"
     path.write_text("kind: [corpus\n", encoding="utf-8")
-    report = check_corpus(load_pack(pack_copy))
+    report = run_corpus(load_pack(pack_copy))
     (p,) = [p for p in report.problems if p.code == "E210"]
     assert p.file.endswith("vocab.nod.yaml") and p.message.startswith("generated corpus file cannot be read")
 
@@ -384,7 +384,7 @@ def test_generated_case_without_an_id(pack_copy):
     line = next(x for x in text.splitlines() if x.startswith('  - {"id": '))
     path.write_text(text.replace(line, '  - {"message": "Yes, that works.", "expect": "follow_up"}', 1),
                     encoding="utf-8")
-    report = check_corpus(load_pack(pack_copy))
+    report = run_corpus(load_pack(pack_copy))
     (p,) = [p for p in report.problems if p.code == "E211"]
     assert p.message.startswith("case #") and "lacks `id` (a string)" in p.message
 
@@ -394,7 +394,7 @@ def test_two_cases_with_one_id(pack_copy):
     with open(path, "a", encoding="utf-8") as fh:
         fh.write('  - id: regression/loyalty-scheme-2023\n    message: "Which loyalty scheme did we run?"\n'
                  '    expect: substantive\n')
-    report = check_corpus(load_pack(pack_copy))
+    report = run_corpus(load_pack(pack_copy))
     found = [p for p in report.problems if p.code == "E212"]
     assert found and "case id 'regression/loyalty-scheme-2023' is used twice" in found[0].message
 

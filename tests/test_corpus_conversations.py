@@ -11,11 +11,12 @@ from click.testing import CliRunner
 
 from cleo_rules import load_pack
 from cleo_rules.cli import cli
-from cleo_rules.corpus import check_corpus, generate
+from cleo_rules.corpus import generate, run_corpus
 from cleo_rules.corpus.diff import read_jsonl
 from cleo_rules.corpus.files import case_line, read_dir
 from cleo_rules.corpus.model import Case, Turn, history_item
-from cleo_rules.corpus.run import Evaluator, contradictions, tally
+from cleo_rules.corpus.judge import Evaluator
+from cleo_rules.corpus.run import find_contradictions, tally
 from cleo_rules.corpus.template import Grammar, TemplateError, split_joint
 from cleo_rules.errors import UsageError
 from cleo_rules.resources import rules_dir
@@ -88,7 +89,7 @@ def test_hand_written_cases_take_role_tagged_history_and_referents(tmp_path):
     assert case.history == turns(*QUOTES[:1], {"role": "assistant", "content": "Hadley quotes 2,140 a year; "
                                                                             "Cresswell quotes 1,865 a year."})
     assert case.referent == "Cresswell" and case.rule == "referent.position"
-    report = check_corpus(load_pack(), tmp_path)
+    report = run_corpus(load_pack(), tmp_path)
     assert not report.failed
     bad = good + ("  - id: regression/bad-role\n"
                   "    message: \"Yes, go with the second one.\"\n"
@@ -164,8 +165,8 @@ def test_contradictions_are_judged_per_conversation():
     b = Case(id="b", message="Did the band tour?", expect="substantive", history=())
     c = Case(id="c", message="Did the band tour?", expect="substantive",
              history=turns({"role": "assistant", "content": "Elbow played."}))
-    assert contradictions([a, b]) == []  # another conversation may rightly decide otherwise
-    assert [p.code for p in contradictions([a, c])] == ["E223"]
+    assert find_contradictions([a, b]) == []  # another conversation may rightly decide otherwise
+    assert [p.code for p in find_contradictions([a, c])] == ["E223"]
 
 
 # -- conversation templates ---------------------------------------------------------
@@ -277,7 +278,7 @@ def test_built_conversation_corpus_checks_and_covers_referent_rules(mini):
     assert result.exit_code == 0, result.output
     text = (mini.parent / "corpus" / "generated" / "referent.person.yaml").read_text(encoding="utf-8")
     assert '"role": "assistant"' in text and '"referent": null' in text
-    report = check_corpus(pack)
+    report = run_corpus(pack)
     assert report.ok, report.format()
     row = next(r for r in report.rules if r.rule == "referent.person")
     assert row.tp == row.positives > 3 and row.tn == row.negatives > 1
@@ -294,7 +295,7 @@ def test_a_positive_referent_conversation_needs_its_referent(mini):
 
 
 def test_the_bundled_referent_rules_are_covered_both_ways():
-    report = check_corpus(load_pack())
+    report = run_corpus(load_pack())
     for r in report.rules:
         if r.rule.startswith("referent."):
             assert r.positives and r.negatives and r.tp, r

@@ -9,16 +9,12 @@ import pickle
 import pytest
 
 from cleo_rules import Decision
-from cleo_rules.decision import KINDS, make_decision
+from cleo_rules.decision import make_decision
 
 FIELDS = dict(kind="follow_up", rule="vocab.choice", span=(5, 12), matched="go with",
               query="Compare the two quotes\nYes, go with the second one.", anchor="Compare the two quotes",
               message="Yes, go with the second one.", pack="cleo-en", pack_version="1.0.0", pack_hash="abc",
               note=None)
-
-
-def test_kinds_in_the_order_they_are_decided():
-    assert KINDS == ("skip", "correction", "follow_up", "substantive")
 
 
 def test_make_decision_gives_the_value_the_constructor_gives():

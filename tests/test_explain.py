@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.explain import PREFILTERED, Recorder
-from cleo_rules.pack.compile import Pack, PatternRule, VocabSet, example_case
+from cleo_rules.pack.examples import example_case
+from cleo_rules.pack.model import Pack, PatternRule, VocabSet
 from cleo_rules.text import normalize
 
 PACK = load_pack()

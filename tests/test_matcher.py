@@ -10,7 +10,7 @@ import pytest
 
 from cleo_rules import Decision, load_pack
 from cleo_rules.prefilter import LiteralIndex
-from cleo_rules.pack.compile import example_case
+from cleo_rules.pack.examples import example_case
 
 ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 
@@ -138,7 +138,7 @@ def test_timeout_falls_back_to_substantive_never_to_follow_up(pack, caplog):
     """
     import regex
 
-    from cleo_rules.pack.compile import Pack, PatternRule
+    from cleo_rules.pack.model import Pack, PatternRule
 
     slow = "^(?:[a-z ,.]|[a-z ,.]{2})*\\d"
     bad = PatternRule(id="correction.slow", kind="correction", description="slow", pattern=slow,
@@ -190,3 +190,12 @@ def test_the_matcher_imports_the_prefilter_and_not_the_pack_lint():
     loaded = eval(out)
     assert "cleo_rules.prefilter" in loaded
     assert not [m for m in loaded if m.startswith("cleo_rules.pack")], loaded
+
+
+@pytest.mark.parametrize("message", ["something, ", "Something,  "])
+def test_a_late_pattern_after_the_vocabulary_test_stopped_at_a_gap_counts_topic_words(pack, message):
+    """The vocabulary test computes the cover but not the word spans; a topic-bounded late pattern
+    tried after it must still count topic words (this used to raise TypeError)."""
+    d = pack.classify(message)
+    assert d.kind in ("follow_up", "substantive") and d.query is not None
+    assert pack.explain(message).decision == d

@@ -299,13 +299,13 @@ def test_named_group_in_a_pattern(tmp_path):
 
 
 def test_unreadable_corpus_file_is_reported_not_raised(tmp_path):
-    from cleo_rules.corpus import check_corpus
+    from cleo_rules.corpus import run_corpus
 
     pack = load_pack(make(tmp_path))
     corpus = tmp_path / "corpus"
     (corpus / "extra.yaml").mkdir(parents=True)  # a directory named like a corpus file
     (corpus / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
-    found = [p for p in check_corpus(pack, corpus).problems if p.code == "E108"]
+    found = [p for p in run_corpus(pack, corpus).problems if p.code == "E108"]
     assert sorted(p.file.rsplit("/", 1)[-1] for p in found) == ["extra.yaml", "gone.yaml"]
     assert all(p.message.startswith("cannot read file: ") for p in found)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cleo_rules import load_pack
 from cleo_rules.cli import cli, main
 from cleo_rules.pack.sources import GROUP
 from cleo_rules.resources import rules_dir
@@ -75,6 +76,29 @@ def test_check_compiles_and_reports_each(tmp_path):
     assert "error: " in lines[3]
     assert f"{broken}/follow_ups.yaml:6:24: error[" in lines[3]
     assert "max_content_words" in lines[3]
+
+
+def test_check_fails_a_pack_whose_corpus_fails(tmp_path):
+    """`packs --check` judges a pack as `check` and the serving gate do: its corpus beside it counts."""
+    pack = tmp_path / "mini"
+    shutil.copytree(PACKS / "mini-1.0", pack)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "regressions.yaml").write_text(
+        "kind: corpus\ncases:\n  - id: regression/wrong\n    message: \"Go with the other one.\"\n"
+        "    expect: substantive\n", encoding="utf-8")
+    result = run("packs", "--check", str(pack))
+    assert result.exit_code == 1, result.output
+    (row,) = [line for line in result.output.splitlines() if str(pack) in line and "mini" in line.split()[0]]
+    assert "error: " in row and "corpus case regression/wrong" in row
+    assert f"{corpus / 'regressions.yaml'}:3:1: error[E230]" in row
+    assert run("check", str(pack)).exit_code == 1  # the same verdict
+    (corpus / "regressions.yaml").unlink()
+    corpus.rmdir()
+    ok = run("packs", "--check", str(pack))
+    assert ok.exit_code == 0, ok.output
+    (row,) = [line for line in ok.output.splitlines() if line.startswith("mini ")]
+    assert row.endswith(f"ok ({load_pack(pack).content_hash})")
 
 
 def test_json():

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleo_rules import load_pack
-from cleo_rules.corpus import check_corpus
+from cleo_rules.corpus import run_corpus
 from cleo_rules.corpus.regressions import regression_entry, regressions_path, render_entry, save_regression
 from cleo_rules.errors import CleoError, UsageError
 from cleo_rules.resources import corpus_dir, package_dir, rules_dir
@@ -85,14 +85,14 @@ def test_appending_keeps_the_file_and_the_corpus_passes_with_the_new_case(team):
     assert after.startswith(before.rstrip("\n") + "\n\n")  # nothing of the file as it was is touched
     cases = yaml.safe_load(after)["cases"]
     assert [c["message"] for c in cases[-4:]] == [m for m, _ in turns]
-    report = check_corpus(pack, root / "corpus", examples=False)
+    report = run_corpus(pack, root / "corpus")
     assert report.ok, report.format(max_shown=5)
 
 
 def test_a_case_the_pack_gets_wrong_fails_the_corpus_until_the_rule_is_fixed(team):
     root, pack = team
     save_regression(pack, regression_entry("Thanks!", HISTORY[:2], "follow_up", pack=pack))
-    report = check_corpus(pack, root / "corpus", examples=False)
+    report = run_corpus(pack, root / "corpus")
     assert not report.ok
     assert [o.case.id for o in report.failed] == ["regression/thanks"]
 
@@ -120,7 +120,7 @@ def test_a_missing_file_is_created_and_an_empty_list_filled(tmp_path):
     save_regression(pack, regression_entry("Thanks!", [], "skip", pack=pack))
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert data["kind"] == "corpus" and [c["id"] for c in data["cases"]] == ["regression/thanks"]
-    assert not check_corpus(pack, path.parent, examples=False).failed  # the case passes (coverage is not its business)
+    assert not run_corpus(pack, path.parent).failed  # the case passes (coverage is not its business)
 
     path.write_text("kind: corpus\ncases: []\n", encoding="utf-8")
     save_regression(pack, regression_entry("Thanks!", [], "skip", pack=pack))

@@ -197,27 +197,36 @@ def test_removed_directory_is_rejected(pack_dir):
 
 # -- the corpus hook -------------------------------------------------------------------
 
-def test_accept_runs_the_pack_corpus_when_a_runner_exists(pack_dir, monkeypatch):
-    """The corpus runner is looked up in :mod:`cleo_rules.corpus`; here a runner
-    reporting one miss stands in for a pack whose checked-in corpus fails."""
-    seen = []
+def write_corpus(pack_dir: Path, cases: str) -> Path:
+    """A hand-written corpus beside ``pack_dir`` (where the gate looks for it)."""
+    corpus = pack_dir.parent / "corpus"
+    corpus.mkdir(exist_ok=True)
+    (corpus / "regressions.yaml").write_text("kind: corpus\ncases:\n" + cases, encoding="utf-8")
+    return corpus
 
-    def runner(pack):
-        seen.append(pack.version)
-        return [Problem("E230", "corpus case cases/3 \"Go with the other one.\": expected follow_up, got substantive",
-                        str(pack_dir / "corpus" / "cases.yaml"), line=3, col=5, rule="vocab.choice",
-                        help="regenerate the corpus or fix the rule")]
 
-    monkeypatch.setattr(runtime, "_corpus_runner", lambda: runner)
+WRONG_CASE = """\
+  - id: regression/wrong
+    message: "Go with the other one."
+    expect: substantive
+"""
+
+
+def test_accept_runs_the_pack_corpus_beside_it(pack_dir):
+    """A pack whose examples pass but whose corpus beside it has a failing case is rejected, and a manager
+    keeps serving the pack it had."""
+    m = PackManager(pack_dir)
+    corpus = write_corpus(pack_dir, WRONG_CASE)
     with pytest.raises(PackError) as info:
         accept(pack_dir)
-    assert info.value.problems[0].code == "E230" and seen == ["1.0.0"]
-    monkeypatch.setattr(runtime, "_corpus_runner", lambda: None)
-    m = PackManager(pack_dir)
-    monkeypatch.setattr(runtime, "_corpus_runner", lambda: runner)
+    failing = [p for p in info.value.problems if p.code == "E230"]
+    assert [p.rule for p in failing] == ["vocab.choice"] and failing[0].file.endswith("regressions.yaml")
+    assert failing[0].line == 3  # the case starts on the third line
     replace_pack(pack_dir, "1.1.0")
     assert m.reload() is False and m.pack.version == "1.0.0"
-    assert m.last_error.problems[0].code == "E230"
+    assert "E230" in [p.code for p in m.last_error.problems]
+    shutil.rmtree(corpus)
+    assert m.reload() is True and m.pack.version == "1.1.0"
 
 
 def test_corpus_runner_absent_means_examples_are_the_gate(pack_dir):

@@ -9,18 +9,16 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import regex
 
 from cleo_rules.errors import PackError
 from cleo_rules.resources import rules_dir
-from cleo_rules.runtime import PackManager, accept, corpus_dir_of
+from cleo_rules.corpus import corpus_dir_of
+from cleo_rules.runtime import PackManager, accept
 
-from cleo_rules import corpus  # noqa: E402
-
-CORPUS = Path(corpus.default_corpus_dir(SimpleNamespace(path=rules_dir())))
+CORPUS = corpus_dir_of(rules_dir())
 
 
 def test_the_bundled_pack_has_a_checked_in_corpus():
@@ -44,7 +42,7 @@ def greedy_rule() -> tuple[str, str]:
     """
     from cleo_rules import load_pack
     from cleo_rules.corpus.run import load_cases
-    from cleo_rules.pack.compile import example_case
+    from cleo_rules.pack.examples import example_case
     from cleo_rules.text import normalize
 
     pack = load_pack()

@@ -28,7 +28,7 @@ import regex
 from cleo_rules import load_pack
 from cleo_rules.matcher import Matcher
 from cleo_rules.errors import PackError
-from cleo_rules.pack.compile import Pack, PatternRule, VocabSet
+from cleo_rules.pack.model import Pack, PatternRule, VocabSet
 from cleo_rules.pack.load import MAX_FILE_BYTES, MAX_FILES
 
 PACKS = Path(__file__).parent / "packs"

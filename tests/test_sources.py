@@ -13,6 +13,7 @@ import pytest
 from cleo_rules import load_pack
 from cleo_rules.errors import PackError, PackNotFound, PackVersionError
 from cleo_rules.pack import sources
+from cleo_rules.pack.load import display
 from cleo_rules.pack.sources import (
     GROUP, Version, VersionRange, VersionRangeError, available_packs, check_version, resolve_pack,
 )
@@ -246,4 +247,4 @@ def test_two_distributions_claiming_one_name_is_an_error(installed, monkeypatch)
 
 def test_pack_info_of_a_directory_without_manifest(tmp_path):
     info = sources.pack_info(tmp_path)
-    assert info.error == f"pack.yaml not found in {sources._display(tmp_path)}"
+    assert info.error == f"pack.yaml not found in {display(tmp_path)}"

@@ -49,7 +49,7 @@ def find(spec):
 
 def pack_line(pack, found) -> str:
     """``cleo-en 1.0.0 (hash) at rules (./rules)``: the pack used, for people."""
-    from ..pack.sources import display
+    from ..pack.load import display
 
     return f"{pack.name} {pack.version} ({pack.content_hash}) at {display(found.path)} ({found.describe()})"
 

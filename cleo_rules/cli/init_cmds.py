@@ -23,7 +23,7 @@ def init(directory, name):
     Example:
       cleo-rules init team && cd team && cleo-rules check
     """
-    from ..pack.sources import display
+    from ..pack.load import display
     from ..starter import init_pack
 
     result = init_pack(directory, name=name)
@@ -52,7 +52,7 @@ def schemas(out_dir):
     Example:
       cleo-rules schemas --out schemas/
     """
-    from ..pack.sources import display
+    from ..pack.load import display
     from ..starter import write_schemas
 
     written = write_schemas(out_dir)

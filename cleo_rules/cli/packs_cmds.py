@@ -21,13 +21,20 @@ def _source(info) -> str:
 
 
 def _status(info, require) -> tuple[bool, str, str | None]:
-    """Compile one pack: ``(ok, status text, hash)``."""
-    from ..pack.compile import compile_pack
-    from ..pack.sources import check_version
+    """Judge one pack as the serving gate does: ``(ok, status text, hash)``.
+
+    Compiled, its version checked, then its examples and its corpus (when it
+    has one beside it) judged by :func:`cleo_rules.verify.verify`.
+    """
+    from ..errors import PackError
+    from ..pack.compile import load_pack
+    from ..verify import verify
 
     try:
-        pack = compile_pack(info.path)
-        check_version(pack, require)
+        pack = load_pack(info.path, check_examples=False, require=require)
+        errors = verify(pack).errors()
+        if errors:
+            raise PackError(errors, pack=str(info.path))
     except CleoError as exc:
         problems = getattr(exc, "problems", ())
         errors = sum(1 for p in problems if p.severity == "error")
@@ -52,7 +59,8 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 @click.option("--require", metavar="RANGE", default=None,
               help="Only packs whose version is in RANGE, e.g. '>=1.0,<2' or '^1.2'.")
 @click.option("--check", "check_", is_flag=True,
-              help="Also compile each pack (schema, lints, examples); exit 1 if any fails.")
+              help="Also judge each pack as `cleo-rules check` does (schema, lints, examples, its corpus when it "
+                   "has one); exit 1 if any fails.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def packs(directories, require, check_, as_json):
     """List the rule packs that can be loaded: installed ones, the bundled one, and DIRECTORIES.

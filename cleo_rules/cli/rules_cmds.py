@@ -74,10 +74,10 @@ def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
       cleo-rules check rules/
       cleo-rules check --format sarif > cleo-rules.sarif
     """
-    from ..corpus.run import example_problems
     from ..errors import PackError
     from ..findings import CheckResult, from_problem, from_report, rule_refs
     from ..pack.compile import compile_pack
+    from ..verify import verify
 
     fmt = "json" if as_json else fmt
     found = find(pack_dir)
@@ -96,26 +96,23 @@ def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
             emit(CheckResult("check", record, findings=[from_problem(p) for p in exc.problems],
                              summary=f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"), fmt)
         sys.exit(1)
-    # examples are checked after compiling, so the corpus still runs and one check shows everything a change broke
-    examples = example_problems(pack)
+    # examples are judged after compiling, so the corpus still runs and one check shows everything a change broke
+    verdict = verify(pack, corpus_dir, corpus=not no_corpus)
+    examples = list(verdict.problems)
+    report = verdict.corpus_report
     summary: dict = {
-        "ok": not examples, "pack": pack_record(pack, found),
+        "ok": verdict.ok, "pack": pack_record(pack, found),
         "corrections": len(pack.corrections), "follow_ups": len(pack.follow_ups),
         "vocabulary_sets": len(pack.vocab_sets),
     }
     if examples:
         summary["problems"] = [p.to_dict() for p in examples]
-    report, skipped = None, None
-    if not no_corpus:
-        from ..corpus import check_corpus, default_corpus_dir
+    skipped = None
+    if report is None and not no_corpus:
+        from ..corpus import default_corpus_dir
 
-        where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
-        if where.is_dir() or corpus_dir is not None:
-            report = check_corpus(pack, where)
-        else:
-            skipped = f"no corpus at {where}; `cleo-rules corpus build` creates one"
+        skipped = f"no corpus at {default_corpus_dir(pack)}; `cleo-rules corpus build` creates one"
     if report is not None:
-        summary["ok"] = summary["ok"] and report.ok
         summary["corpus"] = report.to_dict()
     elif skipped or no_corpus:
         summary["corpus"] = {"skipped": skipped or "--no-corpus"}

@@ -2,27 +2,24 @@
 
 ``generate`` expands the templates in a pack's ``generate:`` blocks (and the
 cross-rule templates of its slots file) into cases; ``build_corpus`` writes
-them to ``corpus/generated/``; ``check_corpus`` runs the checked-in corpus
+them to ``corpus/generated/``; ``run_corpus`` runs the checked-in corpus
 (generated and hand-written) against a pack and reports per rule; ``diff_packs``
 lists every case whose kind or query changes between two packs.
+
+Modules: :mod:`.model` (cases), :mod:`.template` (the template grammar),
+:mod:`.generate` (expansion), :mod:`.files` (reading and writing corpus
+files), :mod:`.build` (writing ``generated/``), :mod:`.judge` (one case
+against one decision), :mod:`.run` (the whole corpus, counted per rule),
+:mod:`.report` (its result), :mod:`.diff` (two packs compared).
 """
 
-from typing import TYPE_CHECKING
-
-from .generate import GENERATOR_VERSION, build_corpus, generate
+from .build import build_corpus
+from .diff import diff_packs
+from .files import corpus_dir_of, default_corpus_dir
+from .generate import GENERATOR_VERSION, generate
 from .model import Case, CorpusError
-from .run import Report, check_corpus, default_corpus_dir
+from .report import Report
+from .run import run_corpus
 
-if TYPE_CHECKING:  # imported on first use (see __getattr__)
-    from .diff import diff_packs
-
-__all__ = ["Case", "CorpusError", "Report", "build_corpus", "check_corpus", "default_corpus_dir", "diff_packs",
-           "generate", "GENERATOR_VERSION"]
-
-
-def __getattr__(name):
-    if name == "diff_packs":
-        from .diff import diff_packs
-
-        return diff_packs
-    raise AttributeError(name)
+__all__ = ["Case", "CorpusError", "Report", "build_corpus", "corpus_dir_of", "default_corpus_dir", "diff_packs",
+           "generate", "GENERATOR_VERSION", "run_corpus"]

@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..jsonl import JsonLineError, read_lines
 from ..text import normalize
+from .files import default_corpus_dir
 from .generate import generate
+from .judge import Evaluator
 from .model import Case, CorpusError, history_item, plain
-from .run import Evaluator, default_corpus_dir, load_cases
+from .run import load_cases
 
 if TYPE_CHECKING:
-    from ..pack.compile import Pack
+    from ..pack.model import Pack
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,7 @@ def read_jsonl(path) -> list[Case]:
                 ident = item.get("id")
                 out.append(Case(id=str(ident) if ident is not None else f"{Path(shown).name}:{number}",
                                 message=item["message"], expect=None, history=tuple(turns), group="",
-                                generated=False, source=f"{shown}:{number}"))
+                                generated=False, file=shown, line=number))
     except OSError as exc:
         raise UsageError(f"{shown}: cannot read: {exc}") from None
     return out

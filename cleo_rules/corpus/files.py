@@ -1,5 +1,6 @@
 """Reading and writing corpus files.
 
+A pack's corpus is ``corpus/`` beside its directory (:func:`corpus_dir_of`).
 A corpus directory holds hand-written files (``*.yaml`` at its top, e.g.
 ``regressions.yaml``) and the generator's files under ``generated/``, one per
 rule (``generated/<rule id>.yaml``) plus ``generated/_cross-rule.yaml``. Every
@@ -19,9 +20,10 @@ from pathlib import Path
 import yaml
 
 from ..errors import Problem
-from ..pack.load import load_yaml, pointer_join
-from ..pack.validate import schema_problems
-from .model import CROSS, HAND, KINDS, Case, history_item, plain, problem
+from ..kinds import DecisionKind
+from ..pack.load import display, load_yaml, pointer_join
+from ..pack.validate import find_schema_problems
+from .model import CROSS, HAND, Case, history_item, plain, problem
 
 GENERATED_DIR = "generated"
 CROSS_FILE = "_cross-rule.yaml"
@@ -32,12 +34,14 @@ def group_file(group: str) -> str:
     return CROSS_FILE if group == CROSS else f"{group}.yaml"
 
 
-def display(path: Path) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return rel if not rel.startswith("..") else str(path)
+def corpus_dir_of(pack_dir) -> Path:
+    """Where the corpus of the pack in ``pack_dir`` lives: ``corpus/`` beside the pack directory."""
+    return Path(pack_dir).resolve().parent / "corpus"
+
+
+def default_corpus_dir(pack) -> Path:
+    """Where a compiled pack's corpus lives (:func:`corpus_dir_of` its directory)."""
+    return corpus_dir_of(pack.path)
 
 
 @dataclass
@@ -215,9 +219,9 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool) -> tupl
         bad.append("`id` (a string)")
     if not isinstance(msg, str):
         bad.append("`message` (a string)")
-    if expect is not None and expect not in KINDS or expect is None and "referent" not in item \
+    if expect is not None and expect not in tuple(DecisionKind) or expect is None and "referent" not in item \
             and not item.get("not"):
-        bad.append(f"`expect` (one of {', '.join(KINDS)})")
+        bad.append(f"`expect` (one of {', '.join(DecisionKind)})")
     referent = item.get("referent")
     if "referent" in item and referent is not None and not isinstance(referent, str):
         bad.append("`referent` (a string, or null for none)")
@@ -243,7 +247,7 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool) -> tupl
                 not_rules=tuple(str(n) for n in nots), history=tuple(turns),
                 anchor=item.get("anchor") if isinstance(item.get("anchor"), str) else None,
                 query=item.get("query") if isinstance(item.get("query"), str) else None,
-                group=HAND, generated=generated, source=f"{shown}:{line}",
+                group=HAND, generated=generated, file=shown, line=line,
                 referent=referent if isinstance(referent, str) else None, has_referent="referent" in item), []
 
 
@@ -251,7 +255,7 @@ def _read_hand(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]
     src, found = load_yaml(path, shown)
     if src is None:
         return None, found
-    problems = schema_problems(src, "corpus")
+    problems = find_schema_problems(src, "corpus")
     if problems:
         return None, problems
     cf = CorpusFile(path, shown, dict(src.data.get("generated") or {}))

@@ -51,12 +51,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from ..errors import Problem
-from ..pack.load import MANIFEST, load_yaml, pointer_join
+from ..kinds import DecisionKind, FileKind, RuleKind
+from ..pack.load import Source, pointer_join
 from ..text import normalize
-from .files import display
 from .model import CROSS, Case, CorpusError, Turn, history_item
 from .template import Grammar, TemplateError, clean, clean_lines, split_joint
 
@@ -70,12 +68,12 @@ HISTORY_SLOT = "history"
 # list name -> (id letter, expected kind or None for the rule's own kind, direction)
 LISTS = (
     ("positive", "p", None),
-    ("negative", "n", "substantive"),
-    ("request", "r", "follow_up"),
+    ("negative", "n", DecisionKind.SUBSTANTIVE),
+    ("request", "r", DecisionKind.FOLLOW_UP),
 )
 # a referent rule's lists: conversations whose referent it finds, and in which it finds none
 REFERENT_LISTS = (
-    ("positive", "p", "follow_up"),
+    ("positive", "p", DecisionKind.FOLLOW_UP),
     ("negative", "n", None),
 )
 CROSS_LISTS = (
@@ -107,7 +105,8 @@ class SlotsSpec:
 
 
 def rule_kind(rule) -> str:
-    return "follow_up" if rule.kind == "vocabulary" else rule.kind
+    """The kind a rule is listed and hashed under: a vocabulary set's is ``follow_up``, any other rule's its own."""
+    return DecisionKind.FOLLOW_UP if rule.kind == RuleKind.VOCABULARY else rule.kind
 
 
 @dataclass(frozen=True)
@@ -166,53 +165,22 @@ def _example_conversation(item) -> tuple[str, tuple, str | None] | None:
     return item["message"], history, referent if isinstance(referent, str) else None
 
 
-_FAST = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _pack_files(pack) -> dict[str, object]:
-    """Each file of the pack by its name in the manifest: its data, read fast (no positions)."""
-    out = {}
-    root = Path(pack.path)
+def _file_name(pack, src) -> str:
+    """A rule file's name relative to the pack directory (stable whatever the working directory)."""
     try:
-        manifest = yaml.load((root / MANIFEST).read_text(encoding="utf-8"), Loader=_FAST)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return out
-    for name in (manifest.get("files") if isinstance(manifest, dict) else None) or []:
-        if isinstance(name, str) and (root / name).is_file():
-            try:
-                out[name] = yaml.load((root / name).read_text(encoding="utf-8"), Loader=_FAST)
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
-                continue
-    return out
-
-
-class _Sources(dict):
-    """Rule files with positions, loaded on first use (only problems need positions)."""
-
-    def __init__(self, pack):
-        super().__init__()
-        self._root = Path(pack.path)
-
-    def get(self, name, default=None):
-        if name not in self and name and (self._root / name).is_file():
-            src, _ = load_yaml(self._root / name, display(self._root / name))
-            self[name] = src
-        return super().get(name, default) or default
-
-
-def _display_name(pack, rule_file: str) -> str:
-    """The rule file's name relative to the pack directory (stable whatever the working directory)."""
-    try:
-        return Path(rule_file).resolve().relative_to(Path(pack.path).resolve()).as_posix()
+        return Path(src.path).resolve().relative_to(Path(pack.path).resolve()).as_posix()
     except (ValueError, OSError):
-        return Path(rule_file).name
+        return Path(src.path).name
 
 
-def slots_spec(pack, files) -> SlotsSpec:
+def slots_spec(pack) -> tuple[SlotsSpec, Source | None]:
+    """The generator's settings from the pack's slots file(s), and the (last) slots file."""
     spec = SlotsSpec(seed=pack.slots_seed)
-    for name, data in files.items():
-        if isinstance(data, dict) and data.get("kind") == "slots":
-            spec.source = name
+    found = None
+    for name, src in pack.sources.items():
+        data = src.data
+        if isinstance(data, dict) and data.get("kind") == FileKind.SLOTS:
+            spec.source, found = name, src
             if isinstance(data.get("limit"), int):
                 spec.limit = data["limit"]
             cross = data.get("cross")
@@ -222,7 +190,7 @@ def slots_spec(pack, files) -> SlotsSpec:
                         spec.cross.setdefault(kind, []).extend(t for t in cross[kind] if isinstance(t, str))
                 if isinstance(cross.get("limit"), int):
                     spec.cross_limit = cross["limit"]
-    return spec
+    return spec, found
 
 
 def _template_texts(template) -> list[str]:
@@ -261,11 +229,9 @@ def surface(text: str, digest: bytes) -> str:
 
 
 class _Generator:
-    def __init__(self, pack, sources=None):
+    def __init__(self, pack):
         self.pack = pack
-        self.files = _pack_files(pack)
-        self.sources = sources if sources is not None else _Sources(pack)
-        self.spec = slots_spec(pack, self.files)
+        self.spec, self.slots_source = slots_spec(pack)
         self.grammar = Grammar(pack.slots)
         self.min_chars = pack.settings.min_chars
         self.problems: list[Problem] = []
@@ -273,23 +239,14 @@ class _Generator:
 
     # -- problems --------------------------------------------------------
 
-    def _place(self, file_name: str, base: str, list_name: str, j: int, rule_id, message, help):
-        src = self.sources.get(file_name)
+    def _place(self, src: Source | None, file_name: str, base: str, list_name: str, j: int, rule_id, message,
+               help):
+        """A template problem, placed at the template in its file (``src``, kept by the pack)."""
         ptr = pointer_join(pointer_join(base, list_name), j)
         if src is not None:
             self.problems.append(src.problem("E201", message, ptr, rule=rule_id, help=help, rank=5))
         else:
             self.problems.append(Problem("E201", message, file_name, pointer=ptr, rule=rule_id, help=help, rank=5))
-
-    def _rule_base(self, file_name: str, rule_id: str) -> str:
-        data = self.files.get(file_name)
-        for key in ("sets", "rules"):
-            items = data.get(key) if isinstance(data, dict) else None
-            if isinstance(items, list):
-                for i, item in enumerate(items):
-                    if isinstance(item, dict) and item.get("id") == rule_id:
-                        return pointer_join(pointer_join(f"/{key}", i), "generate")
-        return "/generate"
 
     # -- history -----------------------------------------------------------
 
@@ -353,7 +310,7 @@ class _Generator:
                 history.append(Turn(role, clean_lines(part)))
         return clean(parts[0]), Conversation(tuple(history), referent)
 
-    def expand_lists(self, lists, *, file_name, base, rule_id, limit, need_referent=()):
+    def expand_lists(self, lists, *, src, file_name, base, rule_id, limit, need_referent=()):
         """``{list name: [(key, text, digest, conversation)]}``: each list filled round-robin over its templates.
 
         Each template offers its expansions in hash order; an expansion is
@@ -371,7 +328,7 @@ class _Generator:
                 try:
                     node, roles = self._compile(template, need_referent=list_name in need_referent)
                 except TemplateError as exc:
-                    self._place(file_name, base, list_name, j, rule_id,
+                    self._place(src, file_name, base, list_name, j, rule_id,
                                 f"{list_name} template {template!r}: {exc}", exc.help)
                     continue
                 sources.append((j, template, iter(self._ranked(node, f"{rule_id}:{list_name}:{j}")), [0], roles))
@@ -393,7 +350,7 @@ class _Generator:
                         prev = taken.get(key)
                         if prev is not None:
                             if prev[0] != list_name:
-                                self._place(file_name, base, list_name, j, rule_id,
+                                self._place(src, file_name, base, list_name, j, rule_id,
                                             f"{list_name} template {template!r} yields {text!r}, which template "
                                             f"{prev[1]} of `{prev[0]}` also yields",
                                             "a message cannot be both; make the templates differ")
@@ -406,7 +363,7 @@ class _Generator:
                         if not counts[0]:
                             why = (f"every expansion has {self.min_chars} characters or more" if want_skip else
                                    f"every expansion is under {self.min_chars} characters (skipped, never classified)")
-                            self._place(file_name, base, list_name, j, rule_id,
+                            self._place(src, file_name, base, list_name, j, rule_id,
                                         f"{list_name} template {template!r} yields no case: {why}",
                                         "shorten the template" if want_skip else "lengthen the template")
                 live = still
@@ -476,22 +433,16 @@ class _Generator:
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
-    def _generate_of(self, rule, file_name: str) -> dict:
-        """The rule's ``generate:`` block: from the compiled rule, or (a referent rule) from its file."""
-        gen = getattr(rule, "generate", None)
-        if gen is None and rule.kind == "referent":
-            data = self.files.get(file_name)
-            for item in (data.get("rules") if isinstance(data, dict) else None) or []:
-                if isinstance(item, dict) and item.get("id") == rule.id and isinstance(item.get("generate"), dict):
-                    gen = item["generate"]
-        return dict(gen or {})
-
     def rule_group(self, rule) -> Group:
-        file_name = _display_name(self.pack, rule.file)
-        gen = self._generate_of(rule, file_name)
+        try:
+            src: Source | None = self.pack.source(rule)
+        except KeyError:  # a pack built in code, not from files
+            src = None
+        file_name = _file_name(self.pack, src) if src is not None else Path(rule.file).name
+        gen = dict(rule.generate or {})
         given = gen.get("limit")
         limit: int = given if isinstance(given, int) else self.spec.limit
-        names = REFERENT_LISTS if rule.kind == "referent" else LISTS
+        names = REFERENT_LISTS if rule.kind == RuleKind.REFERENT else LISTS
         lists = [(name, [t for t in gen.get(name) or [] if isinstance(t, (str, Mapping))], False)
                  for name, _, _ in names]
         templates = [t for _, ts, _ in lists for t in ts]
@@ -500,35 +451,36 @@ class _Generator:
                    "generate": gen, "limit": limit,
                    "examples": [list(rule.examples), list(rule.counterexamples)] if conversations else None}
         group = Group(rule.id, file_name, self._hash(payload, templates), templates=len(templates))
-        if rule.kind == "referent":
-            return self._referent_group(rule, group, lists, file_name, limit)
+        if rule.kind == RuleKind.REFERENT:
+            return self._referent_group(rule, group, lists, src, file_name, limit)
         kind = rule_kind(rule)
         examples = self._example_cases(rule, expect=kind, referents=False)
         if not templates:
             group.cases += examples
             return group
-        chosen = self.expand_lists(lists, file_name=file_name, base=self._rule_base(file_name, rule.id),
+        chosen = self.expand_lists(lists, src=src, file_name=file_name, base=pointer_join(rule.pointer, "generate"),
                                    rule_id=rule.id, limit=limit)
         pos_every = 2 if kind == "correction" else 3
         group.cases += self._cases(rule.id, "p", chosen["positive"], expect=kind, rule=rule.id,
                                    history_every=pos_every)
-        group.cases += self._cases(rule.id, "n", chosen["negative"], expect="substantive", not_rules=(rule.id,),
+        group.cases += self._cases(rule.id, "n", chosen["negative"], expect=DecisionKind.SUBSTANTIVE, not_rules=(rule.id,),
                                    history_every=5)
-        group.cases += self._cases(rule.id, "r", chosen["request"], expect="follow_up", not_rules=(rule.id,),
+        group.cases += self._cases(rule.id, "r", chosen["request"], expect=DecisionKind.FOLLOW_UP, not_rules=(rule.id,),
                                    history_every=2)
         group.cases += examples
         return group
 
-    def _referent_group(self, rule, group: Group, lists, file_name: str, limit: int) -> Group:
+    def _referent_group(self, rule, group: Group, lists, src: Source | None, file_name: str, limit: int) -> Group:
         """A referent rule's cases: its conversations (templates, examples), found both ways."""
         if group.templates:
-            chosen = self.expand_lists(lists, file_name=file_name, base=self._rule_base(file_name, rule.id),
-                                       rule_id=rule.id, limit=limit, need_referent=("positive",))
-            group.cases += self._cases(rule.id, "p", chosen["positive"], expect="follow_up", rule=rule.id,
+            chosen = self.expand_lists(lists, src=src, file_name=file_name,
+                                       base=pointer_join(rule.pointer, "generate"), rule_id=rule.id, limit=limit,
+                                       need_referent=("positive",))
+            group.cases += self._cases(rule.id, "p", chosen["positive"], expect=DecisionKind.FOLLOW_UP, rule=rule.id,
                                        referent="found")
             group.cases += self._cases(rule.id, "n", chosen["negative"], expect=None, not_rules=(rule.id,),
                                        referent="none")
-        group.cases += self._example_cases(rule, expect="follow_up", referents=True)
+        group.cases += self._example_cases(rule, expect=DecisionKind.FOLLOW_UP, referents=True)
         return group
 
     def cross_group(self) -> Group | None:
@@ -539,14 +491,15 @@ class _Generator:
         templates = [t for _, ts, _ in lists for t in ts]
         payload = {"cross": spec.cross, "limit": spec.cross_limit}
         group = Group(CROSS, spec.source, self._hash(payload, templates), templates=len(templates))
-        chosen = self.expand_lists(lists, file_name=spec.source, base="/cross", rule_id=None, limit=spec.cross_limit)
+        chosen = self.expand_lists(lists, src=self.slots_source, file_name=spec.source, base="/cross", rule_id=None,
+                                   limit=spec.cross_limit)
         for kind, letter in CROSS_LISTS:
             group.cases += self._cases(CROSS, letter, chosen.get(kind, []), expect=kind,
                                        history_every=5 if kind != "skip" else 0, prefix="cross")
         return group
 
 
-def generate(pack, *, sources=None) -> list[Group]:
+def generate(pack) -> list[Group]:
     """Every group of generated cases for ``pack``, rules in pack order, then the cross-rule group.
 
     Raises :class:`~cleo_rules.corpus.model.CorpusError` listing every
@@ -554,7 +507,7 @@ def generate(pack, *, sources=None) -> list[Group]:
     nothing, a message both positive and negative), each placed at its
     template in the rule file.
     """
-    g = _Generator(pack, sources)
+    g = _Generator(pack)
     groups = [g.rule_group(rule) for rule in pack.rules + pack.referent_rules]
     cross = g.cross_group()
     if cross is not None:
@@ -562,81 +515,3 @@ def generate(pack, *, sources=None) -> list[Group]:
     if g.problems:
         raise CorpusError(g.problems, f"corpus templates of pack {pack.name} have problems")
     return groups
-
-
-# -- writing the corpus ---------------------------------------------------------
-
-
-@dataclass
-class BuildResult:
-    corpus_dir: Path
-    written: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    groups: list[Group] = field(default_factory=list)
-    without_templates: list[str] = field(default_factory=list)
-
-    @property
-    def cases(self) -> int:
-        return sum(len(g.cases) for g in self.groups)
-
-    def format(self) -> str:
-        from .files import display
-
-        rules = [g for g in self.groups if g.name != CROSS]
-        pos = sum(1 for g in rules for c in g.cases if c.rule)
-        neg = sum(1 for g in rules for c in g.cases if c.not_rules)
-        cross = sum(len(g.cases) for g in self.groups if g.name == CROSS)
-        lines = [f"built {display(self.corpus_dir / 'generated')}/: {self.cases:,} cases for {len(rules)} rules "
-                 f"({pos:,} positive, {neg:,} negative) and {cross:,} cross-rule cases; "
-                 f"{len(self.written)} file{'s' if len(self.written) != 1 else ''} written, "
-                 f"{len(self.unchanged)} unchanged, {len(self.removed)} removed"]
-        lines += [f"  wrote   {w}" for w in self.written]
-        lines += [f"  removed {r}" for r in self.removed]
-        if self.without_templates:
-            lines.append(f"  no templates (no generated cases): {', '.join(self.without_templates)}")
-        return "\n".join(lines)
-
-
-def build_corpus(pack, corpus_dir=None) -> BuildResult:
-    """Regenerate ``corpus_dir/generated/`` (default: ``corpus/`` beside the pack).
-
-    Only files whose cases or inputs changed are rewritten; generated files of
-    rules that are gone are removed; hand-written files are never touched.
-    """
-    from . import files as cfiles
-    from .run import default_corpus_dir, staleness
-
-    corpus_dir = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
-    groups = generate(pack)
-    gdir = corpus_dir / cfiles.GENERATED_DIR
-    _, existing, _ = cfiles.read_dir(corpus_dir)
-    stale = {s.group for s in staleness(groups, existing, corpus_dir)}
-    result = BuildResult(corpus_dir, groups=groups)
-    rules = {r.id: r for r in pack.rules + pack.referent_rules}
-    keep = set()
-    for g in groups:
-        if not g.cases:
-            if g.name != CROSS:
-                result.without_templates.append(g.name)
-            continue
-        fname = cfiles.group_file(g.name)
-        keep.add(fname)
-        path = gdir / fname
-        if g.name not in stale and path.is_file():
-            result.unchanged.append(cfiles.display(path))
-            continue
-        header = {"pack": pack.name, "pack_version": str(pack.version)}
-        if g.name != CROSS:
-            header["rule"] = g.name
-        header.update({"from": g.source, "hash": g.hash, "generator": GENERATOR_VERSION})
-        what = (f"rule {g.name} ({g.source}, {rules[g.name].kind})" if g.name in rules
-                else f"the cross-rule cases ({g.source})")
-        gdir.mkdir(parents=True, exist_ok=True)
-        path.write_text(cfiles.render(path, header, g.cases, what=what), encoding="utf-8")
-        result.written.append(cfiles.display(path))
-    for cf in existing:
-        if cf.path.name not in keep and cf.generated:
-            cf.path.unlink()
-            result.removed.append(cf.display)
-    return result

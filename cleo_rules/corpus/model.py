@@ -1,4 +1,4 @@
-"""The corpus's values: one :class:`Case`, and the error raised about corpus files."""
+"""The corpus's values: one :class:`Case`, its history's turns, and the error raised about corpus files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from ..errors import CleoError, Problem
 
-KINDS = ("skip", "correction", "follow_up", "substantive")
 CROSS = "(cross-rule)"
 HAND = "(hand-written)"
 ROLES = ("user", "assistant")
@@ -105,7 +104,8 @@ class Case:
 
     ``group`` is the rule id whose file the case came from, :data:`CROSS` for
     cross-rule cases, :data:`HAND` for hand-written cases that name no rule;
-    ``source`` is ``file:line``.
+    ``file`` and ``line`` say where it is written (empty and 0 for a case
+    generated in memory), :attr:`source` the two as ``file:line``.
     """
 
     id: str
@@ -118,18 +118,15 @@ class Case:
     query: str | None = None
     group: str = CROSS
     generated: bool = True
-    source: str = ""
+    file: str = ""
+    line: int = 0
     referent: str | None = None
     has_referent: bool = False
 
     @property
-    def direction(self) -> str:
-        """``positive``, ``negative`` or ``other`` (names no rule)."""
-        if self.rule:
-            return "positive"
-        if self.not_rules:
-            return "negative"
-        return "other"
+    def source(self) -> str:
+        """Where the case is written, ``file:line``; empty for a case generated in memory."""
+        return f"{self.file}:{self.line}" if self.file else ""
 
     def to_dict(self) -> dict:
         d: dict[str, object] = {"id": self.id, "message": self.message}

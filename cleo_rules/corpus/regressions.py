@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..errors import CleoError, UsageError
 from ..history import ASSISTANT, read_history
-from .model import KINDS
+from ..kinds import DecisionKind
 
 __all__ = ["REGRESSIONS_FILE", "Saved", "regression_entry", "regressions_path", "render_entry", "save_regression"]
 
@@ -96,8 +96,8 @@ def regression_entry(message: str, history=(), expect: str = "substantive", *, p
     """
     if not isinstance(message, str):
         raise UsageError(f"the message must be a string, not {type(message).__name__}")
-    if expect not in KINDS:
-        raise UsageError(f"expect must be one of {', '.join(KINDS)}, not {expect!r}")
+    if expect not in set(DecisionKind):
+        raise UsageError(f"expect must be one of {', '.join(DecisionKind)}, not {expect!r}")
     turns = read_history(history)
     plain_history: list = [t.content if t.role != ASSISTANT else {"role": ASSISTANT, "content": t.content}
                            for t in turns]
@@ -169,12 +169,12 @@ def _not_appended(shown: str, reason: str) -> CleoError:
 def _read_cases(path: Path, shown: str) -> list:
     """The ``cases`` of a hand-written corpus file, read as the corpus reads it (plain YAML, the schema)."""
     from ..pack.load import load_yaml
-    from ..pack.validate import schema_problems
+    from ..pack.validate import find_schema_problems
 
     src, problems = load_yaml(path, shown)
     if src is None or problems:
         raise _not_appended(shown, (problems[0].message if problems else "it cannot be read"))
-    found = schema_problems(src, "corpus")
+    found = find_schema_problems(src, "corpus")
     if found:
         first = found[0]
         raise _not_appended(shown, f"line {first.line}: {first.message}")

@@ -206,9 +206,10 @@ def resolve_member(pack_dir: Path, name: str) -> Path | None:
     return full
 
 
-def display_path(pack_dir: Path, path: Path) -> str:
-    """How a file is named in messages: relative to the current directory when inside it."""
+def display(path) -> str:
+    """How a path is named in messages: relative to the working directory when inside it, else as given."""
     try:
-        return os.path.relpath(path)
-    except ValueError:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
         return str(path)
+    return rel if not rel.startswith("..") else str(path)

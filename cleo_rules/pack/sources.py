@@ -36,14 +36,14 @@ from pathlib import Path
 
 from ..errors import PackNotFound, PackVersionError, Problem, UsageError
 from ..resources import rules_dir
-from .load import MANIFEST, load_yaml
+from .load import MANIFEST, display, load_yaml
 
 GROUP = "cleo_rules.packs"
 ENV_VAR = "CLEO_RULES_PACK"
 
 __all__ = [
     "ENV_VAR", "GROUP", "FoundPack", "PackInfo", "Version", "VersionRange", "VersionRangeError",
-    "available_packs", "check_version", "display", "find_pack", "pack_info", "resolve_pack",
+    "available_packs", "check_version", "find_pack", "pack_info", "resolve_pack",
 ]
 
 
@@ -252,26 +252,28 @@ def check_version(pack, require) -> None:
     """Raise :class:`PackVersionError` unless ``pack.version`` is in ``require``.
 
     ``require`` is a range string or :class:`VersionRange`; ``None`` accepts any.
+    The error points at the manifest's ``version:`` (the pack keeps its manifest).
     """
     if require is None:
         return
     wanted = VersionRange.parse(require)
-    manifest = Path(pack.path) / MANIFEST
-    display = _display(manifest)
-    line = col = 0
-    src, _ = load_yaml(manifest, display)
-    if src is not None:
-        line, col = src.where("/version")
     try:
         ok = wanted.contains(pack.version)
     except VersionRangeError:
         ok = False
     if ok:
         return
+    manifest = pack.manifest
+    if manifest is not None:
+        line, col = manifest.where("/version")
+        shown = manifest.display
+    else:
+        line = col = 0
+        shown = display(Path(pack.path) / MANIFEST)
     problem = Problem("E190", f"{pack.name} {pack.version} is outside the required version range {wanted}",
-                      display, line=line, col=col, pointer="/version", rank=0,
+                      shown, line=line, col=col, pointer="/version", rank=0,
                       help="use a pack whose version is in the range, or change the range the runtime requires")
-    raise PackVersionError([problem], pack=_display(Path(pack.path)), required=str(wanted))
+    raise PackVersionError([problem], pack=display(Path(pack.path)), required=str(wanted))
 
 
 # --------------------------------------------------------------------------
@@ -308,19 +310,6 @@ class PackInfo:
         }
 
 
-def display(path) -> str:
-    """How a path is shown: relative to the working directory when inside it, else absolute."""
-    return _display(Path(path))
-
-
-def _display(path: Path) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return rel if not rel.startswith("..") else str(path)
-
-
 def pack_info(path, *, origin: str = "directory", entry_point=None, distribution=None) -> PackInfo:
     """Read the manifest of the pack at ``path`` (a directory or its ``pack.yaml``)."""
     p = Path(path)
@@ -329,8 +318,8 @@ def pack_info(path, *, origin: str = "directory", entry_point=None, distribution
     manifest = p / MANIFEST
     if not manifest.is_file():
         return PackInfo(entry_point or "?", "", "", p, origin, entry_point, distribution,
-                        error=f"{MANIFEST} not found in {_display(p)}")
-    src, problems = load_yaml(manifest, _display(manifest))
+                        error=f"{MANIFEST} not found in {display(p)}")
+    src, problems = load_yaml(manifest, display(manifest))
     if src is None or not isinstance(src.data, dict):
         why = problems[0].format().split("\n")[0] if problems else "the manifest is not a mapping"
         return PackInfo(entry_point or "?", "", "", p, origin, entry_point, distribution, error=why)
@@ -406,7 +395,7 @@ def _looks_like_path(spec: str) -> bool:
 
 def _pack_path(p: Path) -> Path:
     if not p.exists():
-        raise PackNotFound(f"no rule pack at {_display(p)}: no such directory",)
+        raise PackNotFound(f"no rule pack at {display(p)}: no such directory",)
     if p.is_file() and p.name == MANIFEST:
         return p.parent
     return p
@@ -464,14 +453,14 @@ class FoundPack:
     def describe(self) -> str:
         """How it was found, for people: ``./rules``, ``pyproject.toml ([tool.cleo-rules])``, ..."""
         if self.source == "pyproject.toml" and self.config is not None:
-            return f"[tool.cleo-rules] in {_display(self.config)}"
+            return f"[tool.cleo-rules] in {display(self.config)}"
         if self.source == "argument":
             return "given"
         return self.source
 
     def to_dict(self) -> dict:
-        return {"path": _display(self.path), "found_by": self.source,
-                "config": _display(self.config) if self.config is not None else None}
+        return {"path": display(self.path), "found_by": self.source,
+                "config": display(self.config) if self.config is not None else None}
 
 
 def _nearest_pyproject(start: Path) -> Path | None:
@@ -489,7 +478,7 @@ def _configured(pyproject: Path) -> str | None:
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"cannot read {_display(pyproject)} while looking for [tool.cleo-rules]: {exc}") from None
+        raise UsageError(f"cannot read {display(pyproject)} while looking for [tool.cleo-rules]: {exc}") from None
     tool = data.get("tool", {})
     table = tool.get("cleo-rules") if isinstance(tool, dict) else None
     if table is None:
@@ -498,7 +487,7 @@ def _configured(pyproject: Path) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise UsageError(f"{_display(pyproject)}: [tool.cleo-rules] pack must be a directory or a pack's name, "
+        raise UsageError(f"{display(pyproject)}: [tool.cleo-rules] pack must be a directory or a pack's name, "
                          f"not {value!r}")
     return value
 
@@ -509,7 +498,7 @@ def _resolve_from(spec: str, base: Path, where: str) -> Path:
     if _looks_like_path(spec) or os.path.exists(candidate):
         path = Path(candidate)
         if not path.exists():
-            raise PackNotFound(f"{where} names {spec!r}: no rule pack at {_display(path)}: no such directory")
+            raise PackNotFound(f"{where} names {spec!r}: no rule pack at {display(path)}: no such directory")
         return _pack_path(path)
     try:
         return resolve_pack(spec)
@@ -537,7 +526,7 @@ def find_pack(spec=None, *, cwd=None, environ=None) -> FoundPack:
     if pyproject is not None:
         value = _configured(pyproject)
         if value is not None:
-            where = f"[tool.cleo-rules] pack in {_display(pyproject)}"
+            where = f"[tool.cleo-rules] pack in {display(pyproject)}"
             return FoundPack(_resolve_from(value, pyproject.parent, where), "pyproject.toml", pyproject)
     local = here / "rules"
     if (local / MANIFEST).is_file():

@@ -1,10 +1,15 @@
-"""Schema validation and structural lints, with every problem placed.
+"""Schema validation and lints, with every problem placed.
 
 jsonschema reports where in the *document* a problem is (``absolute_path``);
 :class:`~cleo_rules.pack.load.Source` knows where each document value sits in
 the *file*. Joining the two gives ``file:line:col``, the JSON pointer and the
 rule id for every finding. Messages are rewritten for people, with one line
 of help each; the most relevant (jsonschema's ``relevance``) come first.
+
+The lints read one value at a time: a query template (:func:`lint_combine`)
+and a pattern (:func:`lint_pattern`: compiled, with its control characters,
+named groups, empty matches and backtracking judged). Names follow one
+convention: ``find_*`` and ``lint_*`` return problems, ``check_*`` raise.
 """
 
 from __future__ import annotations
@@ -12,17 +17,21 @@ from __future__ import annotations
 import difflib
 import json
 import string
+import unicodedata
 from functools import lru_cache
+from typing import Any
 
+import regex
 from jsonschema import validators
 from jsonschema.exceptions import relevance
 from jsonschema.protocols import Validator
 
 from ..errors import Problem
+from ..kinds import FileKind
 from ..resources import schemas_dir
+from . import backtracking
 from .load import Source, pointer_join
 
-KINDS = ("vocabulary", "follow_ups", "corrections", "referents", "lexicon", "slots")
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
                "object": "a mapping", "boolean": "true or false", "null": "nothing"}
 
@@ -113,7 +122,7 @@ def _describe(error, source: Source) -> list[Problem]:
                    "write the pattern as a quoted string")]
     if v == "const":
         return [mk("E124", f"{pointer.rsplit('/', 1)[-1] or 'value'} must be {error.validator_value!r}, found {inst!r}",
-                   f"set it to {error.validator_value!r} (file kinds: {', '.join(KINDS)})")]
+                   f"set it to {error.validator_value!r} (file kinds: {', '.join(FileKind)})")]
     if v == "enum":
         return [mk("E124", f"{inst!r} is not one of {', '.join(map(repr, error.validator_value))}",
                    f"use one of: {', '.join(map(str, error.validator_value))}")]
@@ -139,7 +148,8 @@ def _describe(error, source: Source) -> list[Problem]:
     return [mk("E120", error.message, schema.get("description", "see the schema in schemas/"))]
 
 
-def schema_problems(source: Source, schema_name: str) -> list[Problem]:
+def find_schema_problems(source: Source, schema_name: str) -> list[Problem]:
+    """Every way ``source`` breaks the JSON Schema ``schema_name``, placed and worded for people."""
     errors = sorted(validator(schema_name).iter_errors(source.data), key=relevance)
     problems: list[Problem] = []
     for rank, error in enumerate(errors):
@@ -148,24 +158,24 @@ def schema_problems(source: Source, schema_name: str) -> list[Problem]:
     return problems
 
 
-def file_kind(source: Source) -> tuple[str | None, list[Problem]]:
+def file_kind(source: Source) -> tuple[FileKind | None, list[Problem]]:
     data = source.data
     if not isinstance(data, dict):
         return None, [source.problem("E120", f"a rule file must be a mapping, found {_type_of(data)}", "",
                                      help="start the file with `kind: ...`", rank=5)]
     kind = data.get("kind")
-    if kind not in KINDS:
+    if kind not in tuple(FileKind):
         if "kind" not in data:
             return None, [source.problem("E122", "missing required key 'kind'", "",
-                                         help=f"add `kind:` with one of {', '.join(KINDS)}", rank=5)]
-        guess = difflib.get_close_matches(str(kind), KINDS, n=1)
+                                         help=f"add `kind:` with one of {', '.join(FileKind)}", rank=5)]
+        guess = difflib.get_close_matches(str(kind), [k.value for k in FileKind], n=1)
         hint = f"did you mean {guess[0]!r}? " if guess else ""
         return None, [source.problem("E124", f"unknown file kind {kind!r}", "/kind",
-                                     help=f"{hint}kinds: {', '.join(KINDS)}", rank=5)]
-    return kind, []
+                                     help=f"{hint}kinds: {', '.join(FileKind)}", rank=5)]
+    return FileKind(kind), []
 
 
-def check_combine(source: Source, template: str, key: str = "combine",
+def lint_combine(source: Source, template: str, key: str = "combine",
                   required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
     """A query template (``settings.<key>``) uses only {anchor}, {referent} and {message}, and all of ``required``."""
     ptr = f"/settings/{key}"
@@ -184,3 +194,64 @@ def check_combine(source: Source, template: str, key: str = "combine",
         problems.append(source.problem("E137", f"{key} template lacks {', '.join('{' + m + '}' for m in sorted(missing))}",
                                        ptr, help=f"this query needs {' and '.join('{' + r + '}' for r in required)}"))
     return problems
+
+
+# What a control character in a pattern most likely came from: YAML double quotes read these escapes.
+_CONTROL_NAMES = {
+    "\x00": 'a NUL character ("\\0" in double quotes)',
+    "\x07": 'a bell character ("\\a" in double quotes)',
+    "\x08": 'a backspace ("\\b" in double quotes, so not a word boundary)',
+    "\x0b": 'a vertical tab ("\\v" in double quotes)',
+    "\x0c": 'a form feed ("\\f" in double quotes)',
+    "\x1b": 'an escape character ("\\e" in double quotes)',
+}
+_LAYOUT = frozenset("\t\n\r")  # white space a verbose (?x) pattern may hold
+
+
+def lint_control_characters(src: Source, ptr: str, rid: str | None, pattern: str) -> list[Problem]:
+    """A pattern holding a control character: almost always a double-quoted YAML escape (``"\\bwhy"``)."""
+    for i, ch in enumerate(pattern):
+        if ch in _LAYOUT or unicodedata.category(ch) != "Cc":
+            continue
+        what = _CONTROL_NAMES.get(ch, f"the control character U+{ord(ch):04X}")
+        style = src.styles.get(ptr)
+        help = ("in YAML double quotes a backslash starts an escape (\"\\b\" is a backspace): write the pattern in "
+                "single quotes ('\\bwhy'), or double each backslash (\"\\\\bwhy\")" if style == '"' else
+                "remove the control character; write regex escapes such as \\b inside single quotes")
+        return [src.problem("E140", f"pattern holds {what} at position {i}", ptr, rule=rid, rank=3, help=help)]
+    return []
+
+
+def lint_pattern(src: Source, ptr: str, rid: str | None, pattern: str) -> tuple[Any, list[Problem]]:
+    """Compile one pattern and lint it. Returns ``(compiled or None, problems)``.
+
+    The lints: a control character (E140), a pattern that does not compile
+    (E130), named groups (E138), a match on the empty message (E139), and
+    catastrophic backtracking (E131, :mod:`.backtracking`).
+    """
+    control = lint_control_characters(src, ptr, rid, pattern)
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
+        pos = getattr(exc, "pos", None)
+        style = src.styles.get(ptr, "x")
+        offset = 0
+        if pos is not None and style in (None, "'", '"'):
+            offset = pos + (0 if style is None else 1)
+        where = f" at pattern position {pos}" if pos is not None else ""
+        return None, [src.problem("E130", f"pattern does not compile: {getattr(exc, 'msg', exc)}{where}",
+                                  ptr, rule=rid, offset=offset, rank=3,
+                                  help="fix the regex syntax; in YAML prefer single quotes so backslashes stay as typed")]
+    problems = control
+    if compiled.groupindex:
+        problems.append(src.problem("E138", f"pattern uses named group(s) {', '.join(compiled.groupindex)}", ptr,
+                                    rule=rid, rank=4, help="use (?:...) instead; rule patterns are combined and names would clash"))
+    if compiled.search("", timeout=0.5) is not None:
+        problems.append(src.problem("E139", "pattern matches the empty message", ptr, rule=rid, rank=4,
+                                    help="a rule must require some text; check for a pattern that is all optional"))
+    why = backtracking.static_risk(pattern) or backtracking.probe(compiled, pattern)
+    if why:
+        problems.append(src.problem("E131", f"pattern can backtrack catastrophically: {why}", ptr, rule=rid, rank=3,
+                                    help="avoid nested repeats like (\\w+\\s?)+ and overlapping alternatives like (a|aa)+; "
+                                         "bound the repeat ({0,4}) or make each round end in a fixed character"))
+    return compiled, problems

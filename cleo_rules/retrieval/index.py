@@ -178,16 +178,6 @@ def _write_file(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = _temp_path(path)
-    try:
-        _write_file(tmp, data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def remove_stale_temp_files(directory: Path) -> list[Path]:
     """Delete temporary index files left by processes that no longer run."""
     removed = []

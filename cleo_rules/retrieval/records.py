@@ -27,7 +27,7 @@ RecordProblem = tuple[str, str, str]
 _SOURCES = {s.value: s for s in Source}
 
 
-def check_date(value) -> str | None:
+def date_problem(value) -> str | None:
     """An error message, or None when ``value`` is an ISO 8601 date or date-time."""
     if not isinstance(value, str):
         return f"must be a string, not {type(value).__name__}"
@@ -86,7 +86,7 @@ def validate_record(obj) -> list[RecordProblem]:
     for key in ("id", "title"):
         if key in obj:
             problems += _string_problem(key, f"/{key}", obj[key])
-    if "date" in obj and (msg := check_date(obj["date"])):  # an ISO date is ASCII: no surrogate passes
+    if "date" in obj and (msg := date_problem(obj["date"])):  # an ISO date is ASCII: no surrogate passes
         problems.append(("E317", "/date", f"'date' {msg}"))
     if kind == Source.DOCUMENT and "text" in obj:
         problems += _string_problem("text", "/text", obj["text"])

@@ -16,13 +16,17 @@ a search looks its hits up by label, :meth:`MemoryStore.get
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
+import functools
+from collections.abc import Callable
 from functools import cached_property
+from typing import TypeVar, cast
 from operator import attrgetter
 from datetime import datetime
 from pathlib import Path
@@ -188,6 +192,19 @@ COUNTS_SQL = "SELECT " + ", ".join(
 _BY_MARK = {t.mark: t.source for t in TABLES.values()}
 
 
+def content_hashes(conn, ids: dict[Source, list[str]]) -> dict[tuple[Source, str], str]:
+    """The stored content hash of every item among ``ids`` (item ids by source) that the store holds."""
+    found = {}
+    for source, table in TABLES.items():
+        if ids.get(source):
+            rows = conn.execute(
+                f"SELECT id, content_hash FROM {table.parent} WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids[source]),),
+            ).fetchall()
+            found.update({(source, i): h for i, h in rows})
+    return found
+
+
 def source_of_item(item: str) -> Source | None:
     """The source an item id belongs to (``"c1#s0"``: conversation), None when it is no item id."""
     _, sep, tail = item.rpartition("#")
@@ -268,6 +285,20 @@ def sqlite_errors(where):
         yield
     except sqlite3.Error as exc:
         raise store_error(exc, where) from exc
+
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def sqlite_guarded(method: _F) -> _F:
+    """A method of an object with a ``path`` whose SQLite errors become :class:`StoreError` (see :func:`store_error`)."""
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        with sqlite_errors(self.path):
+            return method(self, *args, **kwargs)
+
+    return cast(_F, guarded)
 
 
 @contextmanager

@@ -22,20 +22,18 @@ read by :mod:`~cleo_rules.retrieval.ingest`. Writes commit to SQLite first
 (one transaction per item, or per ingest batch) and update the in-memory
 index after, so a process killed at any point loses at most the transaction
 in flight. Search asks hnswlib for a few more neighbours than needed and
-joins them to SQLite in **one** statement (whatever ``k`` is, and for any
-number of query vectors), so a label that is no longer in the database can
+joins them to SQLite in **one** statement (:mod:`~cleo_rules.retrieval.search`;
+whatever ``k`` is, and for any number of query vectors), so a label that is no longer in the database can
 never surface.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import sqlite_utils
@@ -49,27 +47,14 @@ from .ingest import IngestReport, ingest_lines, open_lines
 from .memory import Item, Result, SearchResponse, check_k, check_sources
 from .records import PreparedItem, invalid_argument, prepare, validate_record
 from .schema import (
-    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, METADATA_BY_LABEL, TABLES, Source, no_store_message, now, open_database,
-    source_of_item, sqlite_errors, store_error, write_transaction,
+    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, TABLES, Source, content_hashes, no_store_message, now, open_database,
+    source_of_item, sqlite_errors, sqlite_guarded, store_error, write_transaction,
 )
+from .search import join, names, nearest
 
 __all__ = ["MemoryStore", "Result", "SearchResponse", "Item", "IngestReport", "StoreWarning", "validate_record"]
 
 Status = str  # "added", "updated" or "unchanged"
-
-_F = TypeVar("_F", bound=Callable)
-
-
-def _guarded(method: _F) -> _F:
-    """Any SQLite error inside the method becomes a :class:`StoreError` that says what to do."""
-
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        with sqlite_errors(self.path):
-            return method(self, *args, **kwargs)
-
-    return guarded  # type: ignore[return-value]
-
 
 class MemoryStore:
     """Past conversations and documents, searchable by meaning.
@@ -247,7 +232,7 @@ class MemoryStore:
         if not self.indexes.batching and self.indexes.save_due():
             self.save()
 
-    @_guarded
+    @sqlite_guarded
     def rebuild(self, *, reembed: bool = False) -> dict:
         """Rebuild both indexes from the vectors in SQLite and save them.
 
@@ -296,18 +281,6 @@ class MemoryStore:
     def _prepare(self, record: dict) -> PreparedItem:
         return prepare(record, self.chunk_size, self.chunk_overlap, self.chunk_max_chars)
 
-    def _existing_hashes(self, items: Sequence[PreparedItem]) -> dict[tuple[Source, str], str]:
-        found = {}
-        for source, table in TABLES.items():
-            ids = [item.id for item in items if item.source is source]
-            if ids:
-                rows = self._db.conn.execute(
-                    f"SELECT id, content_hash FROM {table.parent} WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(ids),),
-                ).fetchall()
-                found.update({(source, i): h for i, h in rows})
-        return found
-
     def _write(self, items: Sequence[PreparedItem], timings: dict | None = None) -> list[Status]:
         """Store prepared items (ids unique within the call); return each one's status.
 
@@ -318,7 +291,7 @@ class MemoryStore:
         self._check_writable()
         timings = timings if timings is not None else {}
         t0 = time.perf_counter()
-        existing = self._existing_hashes(items)
+        existing = content_hashes(self._db.conn, {s: [item.id for item in items if item.source is s] for s in Source})
         statuses: list[Status] = []
         todo: list[PreparedItem] = []
         for item in items:
@@ -391,7 +364,7 @@ class MemoryStore:
             row += 1
         return row
 
-    @_guarded
+    @sqlite_guarded
     def _add(self, record: dict) -> Status:
         self._check_writable()
         problems = validate_record(record)
@@ -416,7 +389,7 @@ class MemoryStore:
         """Store a document and its passages; re-adding an id replaces it. See :meth:`add_conversation`."""
         return self._add({"type": "document", "id": id, "title": title, "date": date, "text": text})
 
-    @_guarded
+    @sqlite_guarded
     def _delete(self, source: Source, id: str) -> bool:
         self._check_writable()
         table = TABLES[source]
@@ -444,7 +417,7 @@ class MemoryStore:
         """Remove a document and its passages; True if it existed."""
         return self._delete(Source.DOCUMENT, id)
 
-    @_guarded
+    @sqlite_guarded
     def ingest_jsonl(self, path_or_lines, strict: bool = False, progress=None, *, batch_size: int = 32) -> IngestReport:
         """Ingest JSON Lines: a file path, or an iterable of lines (str or bytes).
 
@@ -486,7 +459,7 @@ class MemoryStore:
 
     # -- reading ----------------------------------------------------------
 
-    @_guarded
+    @sqlite_guarded
     def get(self, items: Iterable[str]) -> dict[str, Item]:
         """The snippets and passages with these item ids (:attr:`Result.item`), in the order asked.
 
@@ -511,7 +484,7 @@ class MemoryStore:
         found = {item: Item(source, pid, item, title, date, text) for source, _, item, pid, title, date, text in rows}
         return {item: found[item] for item in order if item in found}
 
-    @_guarded
+    @sqlite_guarded
     def search(self, query: str, k: int = 5, sources: str | Iterable[str] = tuple(Source),
                floor: float | None = None) -> SearchResponse:
         """The ``k`` snippets and passages most similar to ``query``, best first.
@@ -535,7 +508,7 @@ class MemoryStore:
         start = time.perf_counter()
         self.indexes.refresh()
         if self.indexes.empty(chosen):
-            return SearchResponse(query, k, _names(chosen), (), {"embed": 0.0, "search": 0.0, "metadata": 0.0,
+            return SearchResponse(query, k, names(chosen), (), {"embed": 0.0, "search": 0.0, "metadata": 0.0,
                                                                  "total": time.perf_counter() - start})
         loading = self._load_model()
         encoding = time.perf_counter()
@@ -547,9 +520,9 @@ class MemoryStore:
         timings["total"] = time.perf_counter() - start - loading
         if loading:
             timings["model_load"] = loading
-        return SearchResponse(query, k, _names(chosen), response.results, timings)
+        return SearchResponse(query, k, names(chosen), response.results, timings)
 
-    @_guarded
+    @sqlite_guarded
     def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),
                        floor: float | None = None):
         """Search with precomputed query vectors.
@@ -579,48 +552,12 @@ class MemoryStore:
         dim = self.dim
         if dim is not None and n and vectors.shape[1] != dim:
             raise StoreError(f"query vectors have {vectors.shape[1]} dimensions; the store's have {dim}")
-        fetch = k + max(5, k // 4)  # a little extra, in case some labels left SQLite meanwhile
-        hits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for source in sources:
-            index = self.indexes[source]
-            if index is not None and len(index) and n:
-                hits[source.value] = index.query(vectors, fetch)
-        searched = time.perf_counter()
-        wanted = [sorted({int(x) for x in hits[name][0].ravel()}) if name in hits else [] for name in _ORDER]
-        rows = {}
-        if any(wanted):
-            for name, label, item, pid, title, date, text in self._db.conn.execute(
-                METADATA_BY_LABEL, [json.dumps(labels) for labels in wanted]
-            ):
-                rows[(name, label)] = (item, pid, title, date, text)
-        fetched = time.perf_counter()
-        names = _names(sources)
-        responses = []
-        for q in range(n):
-            found = []
-            for name, (labels, scores) in hits.items():
-                for label, score in zip(labels[q].tolist(), scores[q].tolist()):
-                    meta = rows.get((name, label))
-                    if meta is None or score < floor:
-                        continue
-                    found.append((-score, _ORDER[name], label, name, meta, score))
-            found.sort(key=lambda t: t[:3])
-            results = tuple(
-                Result(name, meta[1], meta[0], meta[2], meta[3], meta[4], float(score))
-                for *_, name, meta, score in found[:k]
-            )
-            responses.append(
-                SearchResponse(
-                    queries[q] if queries else None, k, names, results,
-                    {"embed": 0.0, "search": searched - start, "metadata": fetched - searched,
-                     "total": fetched - start},
-                )
-            )
-        return responses
+        hits = nearest(self.indexes, vectors, k, sources)
+        return join(self._db.conn, hits, n, k, floor, sources, queries, start, time.perf_counter())
 
     # -- reporting --------------------------------------------------------
 
-    @_guarded
+    @sqlite_guarded
     def stats(self) -> dict:
         """Counts, model, sizes and index state, as a JSON-ready dict."""
         self._check_open()
@@ -647,11 +584,3 @@ class MemoryStore:
             "db_bytes": db_bytes,
             "indexes": indexes,
         }
-
-
-_ORDER = {source.value: n for n, source in enumerate(TABLES)}
-"""Each source's place: the parameter order of the metadata statement, and how ties in score are broken."""
-
-
-def _names(sources: Iterable[Source]) -> tuple[str, ...]:
-    return tuple(s.value for s in sources)

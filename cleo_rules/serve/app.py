@@ -39,7 +39,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import CleoError, IngestError, PackError
+from ..kinds import Source
 from . import openapi, playground
+from .responses import JSON_TYPES, json_response
 from .keys import KeyRing
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
@@ -56,15 +58,9 @@ log = logging.getLogger("cleo_rules.serve")
 
 __all__ = ["Service", "create_app"]
 
-JSON_TYPES = ("application/json",)
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines")
 RETRY_AFTER = "1"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-def json_response(data, status: int = 200, headers: dict | None = None) -> Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def decision_record(decision) -> dict:
@@ -392,7 +388,7 @@ def _endpoints(service: Service) -> list[Route]:
         service.require_ready()
         tenants = service.require_tenant(tenant)
         source, item_id = request.path_params["source"], request.path_params["id"]
-        if source not in ("conversation", "document"):
+        if source not in tuple(Source):
             raise ServiceError("invalid-request", f"source must be conversation or document, not {source[:40]!r}",
                                field="source")
         if not tenants.exists(tenant):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
+from ..kinds import DecisionKind, Source
 from .problems import PROBLEM_TYPES, type_uri
 
 __all__ = ["document", "request_schemas"]
@@ -96,7 +97,7 @@ def _response_schemas() -> dict:
             "required": ["kind", "rule", "span", "matched", "query", "anchor", "pack", "pack_version", "pack_hash",
                          "note"],
             "properties": {
-                "kind": {"enum": ["skip", "correction", "follow_up", "substantive"]},
+                "kind": {"enum": list(DecisionKind)},
                 "rule": nullable_str,
                 "span": {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
                          "description": "[start, end) of the matched text in the message (code points)."},
@@ -119,7 +120,7 @@ def _response_schemas() -> dict:
             "type": "object",
             "required": ["source", "id", "item", "title", "date", "text", "score"],
             "properties": {
-                "source": {"enum": ["conversation", "document"]}, "id": {"type": "string"},
+                "source": {"enum": list(Source)}, "id": {"type": "string"},
                 "item": {"type": "string"}, "title": {"type": "string"}, "date": {"type": "string"},
                 "text": {"type": "string"}, "score": {"type": "number"},
             },
@@ -129,7 +130,7 @@ def _response_schemas() -> dict:
             "description": "One turn, as `cleo-rules turn --jsonl` writes it, and the id of its trace row.",
             "required": ["kind", "rule", "query", "anchor", "results", "context", "trace_id"],
             "properties": {
-                "kind": {"enum": ["skip", "correction", "follow_up", "substantive"]},
+                "kind": {"enum": list(DecisionKind)},
                 "rule": nullable_str, "query": nullable_str, "anchor": nullable_str,
                 "results": {"type": "array", "items": _ref("Result")},
                 "context": {"type": "string", "description": "The context block for the model."},
@@ -151,7 +152,7 @@ def _response_schemas() -> dict:
         "MemoryStats": {"type": "object", "required": ["conversations", "documents", "snippets", "passages"]},
         "Deleted": {
             "type": "object", "required": ["source", "id", "deleted"],
-            "properties": {"source": {"enum": ["conversation", "document"]}, "id": {"type": "string"},
+            "properties": {"source": {"enum": list(Source)}, "id": {"type": "string"},
                            "deleted": {"const": True}},
         },
         "PackStatus": {
@@ -292,7 +293,7 @@ def document(settings, *, keys: bool) -> dict:
         "/v1/tenants/{tenant}/memory/{source}/{id}": {"delete": op(
             "Delete a conversation or a document", ok="Deleted",
             params=[tenant, {"name": "source", "in": "path", "required": True,
-                             "schema": {"enum": ["conversation", "document"]}},
+                             "schema": {"enum": list(Source)}},
                     {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
             statuses=[400, 404, 503])},
         "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},

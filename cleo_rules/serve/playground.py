@@ -23,18 +23,41 @@ from __future__ import annotations
 import asyncio
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import CleoError, PackError
+from ..kinds import DecisionKind
 from .problems import ServiceError
+from .responses import JSON_TYPES, json_response
 from .validate import history_error, parse_json, read_classify, read_turn
 
 if TYPE_CHECKING:
-    from .app import Service
+    from ..runtime import PackManager
+    from .settings import Settings
+    from .tenants import Tenants
+
+
+class Service(Protocol):
+    """What the playground needs of the service (:class:`cleo_rules.serve.app.Service`), which builds it."""
+
+    settings: Settings
+
+    @property
+    def packs(self) -> PackManager: ...
+
+    def authorize(self, request: Request, tenant: str | None = None, *, admin: bool = False) -> Any: ...
+
+    def require_ready(self) -> None: ...
+
+    def require_tenant(self, tenant: str) -> Tenants: ...
+
+    async def read_body(self, request: Request, limit: int, types: tuple[str, ...]) -> bytes: ...
+
+    async def on_tenant(self, request: Request, tenant: str, work, *, timeout: float) -> Any: ...
 
 __all__ = ["ASSETS", "CSP", "pack_extras", "routes"]
 
@@ -48,7 +71,7 @@ INDEX = "index.html"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 MAX_SOURCE_BYTES = 1 << 20
-KINDS = ("skip", "correction", "follow_up", "substantive")
+KINDS = tuple(DecisionKind)
 
 
 def _static(name: str) -> bytes:
@@ -103,7 +126,7 @@ def _read_regression(body, settings) -> tuple[str, list, str, bool]:
                                field=key)
     message, history = read_classify({k: body[k] for k in ("message", "history") if k in body}, settings)
     expect = body.get("expect")
-    if expect not in KINDS:
+    if not isinstance(expect, str) or expect not in KINDS:
         raise ServiceError("invalid-request", f"expect must be one of {', '.join(KINDS)}", field="expect")
     write = body.get("write", False)
     if not isinstance(write, bool):
@@ -129,8 +152,6 @@ def routes(service: Service) -> list[Route]:
         return Response(assets[name], media_type=ASSETS[name], headers=page_headers)
 
     async def pack_rules(request: Request) -> Response:
-        from .app import json_response
-
         service.authorize(request)
         service.require_ready()
         pack = service.packs.pack
@@ -138,8 +159,6 @@ def routes(service: Service) -> list[Route]:
                               "rules": [_rule_record(r) for r in (*pack.rules, *pack.referent_rules)]})
 
     async def pack_source(request: Request) -> Response:
-        from .app import json_response
-
         service.authorize(request)
         service.require_ready()
         pack = service.packs.pack
@@ -165,8 +184,6 @@ def routes(service: Service) -> list[Route]:
     async def regressions(request: Request) -> Response:
         from ..corpus.files import display
         from ..corpus.regressions import regression_entry, save_regression
-        from .app import JSON_TYPES, json_response
-
         service.authorize(request)
         service.require_ready()
         message, history, expect, write = _read_regression(
@@ -199,8 +216,6 @@ def routes(service: Service) -> list[Route]:
         return json_response(saved.to_dict(shown))
 
     async def recall(request: Request) -> Response:
-        from .app import JSON_TYPES, json_response
-
         tenant = request.path_params["tenant"]
         service.authorize(request, tenant)
         service.require_ready()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..extras import is_postgres_url
@@ -114,9 +114,6 @@ class Settings:
                 raise ValueError(f"{name} must be a positive number of seconds, not {getattr(self, name)!r}")
         if self.watch_interval < 0:
             raise ValueError(f"watch_interval must be 0 (off) or positive, not {self.watch_interval!r}")
-
-    def with_(self, **changes) -> "Settings":
-        return replace(self, **changes)
 
 
 #: Every setting's default, by name (what ``--help`` shows).

@@ -1,0 +1,207 @@
+"""Judge one corpus case: the decision the pack makes on it, against what the case expects.
+
+A case passes when it gets its expected kind, its ``rule`` fires, none of its
+``not`` rules fires, its referent (when it names one) is the one found, and
+(with a history) its query is shaped right: a follow-up combined with its
+anchor (and, with role-tagged history, the referent the decision found),
+anything else searched as typed. Rules are the classification rules and the
+referent rules; a referent rule "fires" on a case when it is the rule that
+found the decision's referent (:attr:`Decision.parts`, the referent part's
+``rule``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..kinds import DecisionKind
+from ..shaping import render
+from .model import Case, plain, role_tagged, user_turns
+
+__all__ = ["Evaluator", "Outcome", "found_referent"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One case run: the decision and why it failed (empty ``reasons``: it passed)."""
+
+    case: Case
+    kind: str
+    rule: str | None
+    matched: str | None
+    query: str | None
+    anchor: str | None
+    reasons: tuple[str, ...] = ()
+    culprit: str | None = None  # the rule that fired where it must not
+    referent: str | None = None        # the referent part searched, if any
+    referent_rule: str | None = None   # the referent rule that found it (None: none did)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    def got(self) -> str:
+        text = f"got {self.kind}"
+        if self.rule:
+            text += f" by {self.rule}"
+            if self.matched is not None:
+                text += f" on {json.dumps(self.matched, ensure_ascii=False)}"
+        elif self.kind not in ("skip",):
+            text += " (no rule fired)"
+        return text
+
+    def expected(self) -> str:
+        c = self.case
+        text = f"expected {c.expect or 'any kind'}"
+        if c.rule:
+            text += f" by {c.rule}"
+        if c.has_referent:
+            text += (f", referent {json.dumps(c.referent, ensure_ascii=False)}" if c.referent is not None
+                     else ", no referent" + (f" by {', '.join(_referent_nots(c))}" if _referent_nots(c) else ""))
+        return text
+
+    def got_referent(self) -> str:
+        if self.referent_rule:
+            return f"referent {json.dumps(self.referent, ensure_ascii=False)} by {self.referent_rule}"
+        return "no referent found" if self.referent is None else \
+            f"no referent found (the reply excerpt {json.dumps(self.referent, ensure_ascii=False)})"
+
+    def to_dict(self, label: str | None = None) -> dict:
+        c = self.case
+        d = {"id": c.id, "message": c.message, "source": c.source,
+             "file": c.file, "line": c.line if c.file else None,
+             "expected": {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules)},
+             "got": {"kind": self.kind, "rule": self.rule, "matched": self.matched, "query": self.query,
+                     "anchor": self.anchor, "referent": self.referent, "referent_rule": self.referent_rule},
+             "reasons": list(self.reasons)}
+        if c.has_referent:
+            d["expected"]["referent"] = c.referent
+        if c.history:
+            d["history"] = [plain(h) for h in c.history]
+        if label:
+            d["type"] = label
+        return d
+
+
+def _referent_nots(case: Case) -> list[str]:
+    return [r for r in case.not_rules if r.startswith("referent.")]
+
+
+def found_referent(d) -> tuple[str | None, str | None]:
+    """``(text, rule)`` of the decision's referent part: what the follow-up is searched with, and the
+    referent rule that found it (``rule`` is None for the reply excerpt searched when no rule finds one)."""
+    for part in d.parts:
+        if part.name == "referent":
+            return part.text, part.rule
+    return None, None
+
+
+class Evaluator:
+    """Runs cases against one pack and says why each one fails."""
+
+    def __init__(self, pack):
+        self.pack = pack
+        self.referent_ids = frozenset(r.id for r in pack.referent_rules)
+        self.rules = {r.id: r for r in pack.rules + pack.referent_rules}
+        self.vocab_ids = frozenset(s.id for s in pack.vocab_sets)
+        self.fillers = frozenset(s.id for s in pack.vocab_sets if s.role == "filler")
+
+    def fires(self, rule_id: str, kind: str, fired: str | None, referent_rule: str | None = None) -> bool:
+        """Whether ``rule_id`` fired. A filler set never names a decision: it fires when any vocabulary set does;
+        a referent rule fires when it found the referent (``referent_rule``)."""
+        if rule_id in self.referent_ids:
+            return referent_rule == rule_id
+        if rule_id in self.fillers:
+            return kind == "follow_up" and fired in self.vocab_ids
+        return fired == rule_id
+
+    def fired(self, rule_id: str, o: Outcome) -> bool:
+        """Whether ``rule_id`` fired on the case of outcome ``o``."""
+        return self.fires(rule_id, o.kind, o.rule, o.referent_rule)
+
+    def run(self, case: Case) -> Outcome:
+        return self.judge(case, self.pack.classify(case.message, case.history))
+
+    def judge(self, case: Case, d) -> Outcome:
+        """How the decision ``d`` (for ``case``) measures up to the case's expectations."""
+        reasons = []
+        culprit = None
+        ref_text, ref_rule = found_referent(d)
+        if case.expect is not None and d.kind != case.expect:
+            reasons.append(f"kind is {d.kind}, expected {case.expect}")
+        if case.rule:
+            if case.rule not in self.rules:
+                reasons.append(f"rule {case.rule} is not in the pack")
+            elif not self.fires(case.rule, d.kind, d.rule, ref_rule):
+                reasons.append(f"{case.rule} did not fire")
+        for nr in case.not_rules:
+            if nr in self.rules and self.fires(nr, d.kind, d.rule, ref_rule):
+                reasons.append(f"{nr} fired")
+                culprit = (d.rule if d.rule else nr) if nr not in self.referent_ids else nr
+        if case.has_referent:
+            if case.referent is not None:
+                if ref_text != case.referent or ref_rule is None:
+                    reasons.append(f"referent is {json.dumps(ref_text if ref_rule else None, ensure_ascii=False)}, "
+                                   f"expected {json.dumps(case.referent, ensure_ascii=False)}")
+            elif ref_rule is not None and not _referent_nots(case):
+                reasons.append(f"referent {json.dumps(ref_text, ensure_ascii=False)} found by {ref_rule}, "
+                               f"expected none")
+                culprit = culprit or ref_rule
+        if case.query is not None:
+            if d.query != case.query:
+                reasons.append(f"query is {json.dumps(d.query, ensure_ascii=False)}, "
+                               f"expected {json.dumps(case.query, ensure_ascii=False)}")
+        elif case.history and (case.expect is None or d.kind == case.expect):
+            reasons += self._shape(case, d)
+        if reasons and culprit is None:
+            kind_ok = case.expect is None or d.kind == case.expect
+            if case.rule in self.referent_ids and kind_ok:
+                culprit = ref_rule if ref_rule and ref_rule != case.rule else None  # another referent rule answered
+            elif d.rule and d.rule != case.rule:
+                culprit = d.rule
+        return Outcome(case, d.kind, d.rule, d.matched, d.query, d.anchor, tuple(reasons), culprit,
+                       ref_text, ref_rule)
+
+    def _shape(self, case: Case, d) -> list[str]:
+        expect = case.expect or d.kind
+        if role_tagged(case.history):
+            return self._shape_parts(case, d, expect)
+        if expect == "follow_up":
+            anchor = case.anchor if case.anchor is not None else case.history[-1]
+            want = render(self.pack.settings.combine, anchor=anchor, message=case.message)
+            if d.query == want:
+                return []
+            if d.anchor is None:
+                kinds = ", ".join(f"{json.dumps(h, ensure_ascii=False)} is {self.pack.kind_of(h)}"
+                                  for h in case.history[-3:])
+                return [f"query not combined: no earlier message was taken as substantive ({kinds})"]
+            return [f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, "
+                    f"expected {json.dumps(anchor, ensure_ascii=False)}"]
+        if expect in ("correction", "substantive") and d.query != case.message:
+            return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {expect} must be searched as typed"]
+        return []
+
+    def _shape_parts(self, case: Case, d, expect: str) -> list[str]:
+        """With role-tagged history: a follow-up's query is the combine template over its own parts, its anchor
+        one of the user's turns (``case.anchor`` when given), never the assistant's; others are searched as typed."""
+        if expect != "follow_up":
+            if expect in ("correction", "substantive") and d.query != case.message:
+                return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {expect} must be searched as typed"]
+            return []
+        out = []
+        users = user_turns(case.history)
+        if case.anchor is not None and d.anchor != case.anchor:
+            out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, "
+                       f"expected {json.dumps(case.anchor, ensure_ascii=False)}")
+        elif d.anchor is not None and d.anchor not in users:
+            out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, which is no user turn")
+        ref_text, _ = found_referent(d)
+        want = render(self.pack.settings.combine, anchor=d.anchor or "", referent=ref_text or "",
+                      message=case.message)
+        if d.anchor is None and ref_text is None:
+            want = case.message
+        if d.query != want:
+            out.append(f"query is {json.dumps(d.query, ensure_ascii=False)}, expected the combine template over "
+                       f"its parts: {json.dumps(want, ensure_ascii=False)}")
+        return out

@@ -1,0 +1,208 @@
+"""The result of one corpus run: per-rule counts, failing cases, staleness and problems, for people and JSON.
+
+Made by :func:`cleo_rules.corpus.run.run_corpus`; :class:`Report` says
+whether the corpus passes and writes itself out as the per-rule table
+(:meth:`Report.format`), one rule's failures (:meth:`Report.rule_text`) or
+one JSON document (:meth:`Report.to_dict`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..pack.load import display
+from .generate import GENERATOR_VERSION
+from .model import CROSS, HAND, plain
+
+if TYPE_CHECKING:
+    from ..pack.model import Pack
+
+__all__ = ["GroupStats", "Report", "RuleStats", "Stale"]
+
+MAX_SHOWN = 20  # failing cases listed per rule in text output unless asked for all
+
+
+@dataclass
+class RuleStats:
+    rule: str
+    kind: str          # the kind its positives must get
+    file: str
+    line: int
+    positives: int = 0
+    negatives: int = 0
+    tp: int = 0
+    fn: int = 0
+    tn: int = 0
+    fp: int = 0
+    failures: list = field(default_factory=list)  # (label, Outcome)
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "kind": self.kind, "file": self.file, "line": self.line,
+                "positives": self.positives, "negatives": self.negatives,
+                "tp": self.tp, "fn": self.fn, "tn": self.tn, "fp": self.fp,
+                "failures": [o.to_dict(label) for label, o in self.failures]}
+
+
+@dataclass
+class GroupStats:
+    name: str
+    cases: int = 0
+    failures: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"group": self.name, "cases": self.cases, "failed": len(self.failures),
+                "failures": [o.to_dict(label) for label, o in self.failures]}
+
+
+@dataclass
+class Stale:
+    group: str
+    file: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"rule": None if self.group == CROSS else self.group, "file": self.file, "reason": self.reason}
+
+
+@dataclass
+class Report:
+    pack: Pack
+    corpus_dir: Path
+    outcomes: list = field(default_factory=list)
+    rules: list = field(default_factory=list)      # RuleStats, pack order
+    groups: list = field(default_factory=list)     # GroupStats: cross-rule, hand-written
+    stale: list = field(default_factory=list)      # Stale
+    problems: list = field(default_factory=list)   # Problem: coverage, contradictions, files, templates
+    generated: int = 0
+    hand_written: int = 0
+    exists: bool = True
+
+    @property
+    def failed(self) -> list:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.stale and not self.problems
+
+    @property
+    def uncovered(self) -> list:
+        return sorted({p.rule for p in self.problems if p.code in ("E220", "E221") and p.rule})
+
+    def totals(self) -> dict:
+        t = {k: sum(getattr(r, k) for r in self.rules) for k in ("tp", "fn", "tn", "fp")}
+        return t
+
+    # -- output ------------------------------------------------------------
+
+    def summary_line(self) -> str:
+        n, failed = len(self.outcomes), len(self.failed)
+        t = self.totals()
+        rules = len(self.rules)
+        covered = rules - len(self.uncovered)
+        passed = "none to run" if not n else "all passed" if not failed else f"{n - failed:,} passed, {failed:,} failed"
+        parts = [f"{n:,} cases, {passed}",
+                 f"TP {t['tp']:,} TN {t['tn']:,} FP {t['fp']:,} FN {t['fn']:,}",
+                 f"{rules} rules, " + ("all covered both ways" if covered == rules else
+                                       f"{covered} covered both ways, {rules - covered} not"),
+                 "corpus stale" if self.stale else "corpus up to date"]
+        others = [p for p in self.problems if p.code not in ("E220", "E221")]
+        if others:
+            parts.append(f"{len(others)} corpus problem{'s' if len(others) != 1 else ''}")
+        return ("ok: " if self.ok else "FAILED: ") + "; ".join(parts)
+
+    def format(self, *, max_shown: int = MAX_SHOWN, table: bool = True) -> str:
+        """The report for people: the per-rule table, failing cases by rule, staleness, problems, summary.
+
+        ``table=False`` leaves out the heading and the table (``cleo-rules
+        check`` prints only what is wrong); ``max_shown=0`` lists every failing case.
+        """
+        p = self.pack
+        lines = []
+        if table:
+            lines += [f"corpus check: {p.name} {p.version} ({p.content_hash}) against "
+                      f"{display(self.corpus_dir)}/ ({len(self.outcomes):,} cases: {self.generated:,} generated, "
+                      f"{self.hand_written:,} hand-written)", ""]
+            width = max([len(r.rule) for r in self.rules] + [len(CROSS), len(HAND)]) + 2
+            lines.append(f"{'rule':<{width}}{'pos':>5}{'neg':>5}{'TP':>6}{'FN':>5}{'TN':>6}{'FP':>5}")
+            for r in self.rules:
+                mark = "" if not r.failures else "  <- fails"
+                lines.append(f"{r.rule:<{width}}{r.positives:>5}{r.negatives:>5}{r.tp:>6}{r.fn:>5}{r.tn:>6}{r.fp:>5}"
+                             f"{mark}")
+            for g in self.groups:
+                if g.cases:
+                    what = "case" if g.cases == 1 else "cases"
+                    if g.name == HAND:
+                        what += " naming no rule"
+                    lines.append(f"{g.name:<{width}}{g.cases:>5} {what}, {len(g.failures)} failed")
+        blocks = [(f"{r.rule} ({r.file}:{r.line}): TP {r.tp} FN {r.fn} TN {r.tn} FP {r.fp}", r.failures)
+                  for r in self.rules if r.failures]
+        blocks += [(f"{g.name}: {len(g.failures)} of {g.cases} cases failed", g.failures)
+                   for g in self.groups if g.failures]
+        for head, failures in blocks:
+            lines += ["", f"FAIL {head}"] + _case_lines(failures, max_shown)
+        if self.stale:
+            lines += ["", "stale: the corpus is stale: run `cleo-rules corpus build`"]
+            for s in self.stale:
+                who = "cross-rule cases" if s.group == CROSS else s.group
+                lines.append(f"  {who}: {s.reason} ({s.file})")
+        if self.problems:
+            lines.append("")
+            lines += [p.format() for p in self.problems]
+        if table:
+            lines += ["", self.summary_line()]
+        return "\n".join(lines).strip("\n")
+
+    def rule_text(self, rule_id: str) -> str:
+        """What is wrong with one rule (or group: :data:`CROSS`, :data:`HAND`): empty when nothing is."""
+        lines = []
+        for r in self.rules:
+            if r.rule == rule_id and r.failures:
+                lines += [f"{r.rule} ({r.file}:{r.line}): TP {r.tp} FN {r.fn} TN {r.tn} FP {r.fp}; "
+                          f"{len(r.failures)} failing case{'s' if len(r.failures) != 1 else ''}"]
+                lines += _case_lines(r.failures, 0)
+        for g in self.groups:
+            if g.name == rule_id and g.failures:
+                lines += [f"{g.name}: {len(g.failures)} of {g.cases} cases failed"] + _case_lines(g.failures, 0)
+        lines += [p.format() for p in self.problems if p.rule == rule_id]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        p = self.pack
+        return {
+            "ok": self.ok,
+            "pack": {"name": p.name, "version": p.version, "hash": p.content_hash, "path": str(p.path)},
+            "corpus": {"dir": display(self.corpus_dir), "exists": self.exists,
+                       "cases": len(self.outcomes), "generated": self.generated, "hand_written": self.hand_written,
+                       "generator": GENERATOR_VERSION},
+            "summary": {"cases": len(self.outcomes), "passed": len(self.outcomes) - len(self.failed),
+                        "failed": len(self.failed), **self.totals(), "rules": len(self.rules),
+                        "uncovered": self.uncovered, "stale": bool(self.stale)},
+            "rules": [r.to_dict() for r in self.rules],
+            "groups": [g.to_dict() for g in self.groups],
+            "stale": [s.to_dict() for s in self.stale],
+            "problems": [pr.to_dict() for pr in self.problems],
+        }
+
+
+def _case_lines(failures, max_shown: int) -> list[str]:
+    lines = []
+    shown = failures if not max_shown else failures[:max_shown]
+    for label, o in shown:
+        lines.append(f"  {label:<5} {o.case.id}  {json.dumps(o.case.message, ensure_ascii=False)}")
+        if o.case.history:
+            lines.append(f"        history: {json.dumps([plain(h) for h in o.case.history], ensure_ascii=False)}")
+        lines.append(f"        {o.expected()}, {o.got()}")
+        if o.case.has_referent or any(r.startswith("referent") for r in o.reasons):
+            lines.append(f"        {o.got_referent()}")
+        for reason in o.reasons:
+            if reason.startswith("query"):
+                lines.append(f"        {reason}")
+        if o.case.source:
+            lines.append(f"        at {o.case.source}")
+    if len(shown) < len(failures):
+        lines.append(f"  ... and {len(failures) - len(shown)} more (--all lists every one; --json too)")
+    return lines

@@ -1,0 +1,164 @@
+"""The rules of the house (docs/ARCHITECTURE.md), read from the source with ``ast``.
+
+Every ``import`` in ``cleo_rules/`` counts: at the top of a module, inside a
+function (a lazy import), or under ``if TYPE_CHECKING:``. A module's
+dependencies are the modules it names; importing ``cleo_rules.a.b`` runs
+``cleo_rules/a/__init__.py`` too, but that is the package's business, not an
+edge of the importing module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "cleo_rules"
+
+#: the classifier and everything that judges a pack: never retrieval, never an embedding model
+CLASSIFIER = ("cleo_rules", "cleo_rules.pack.compile", "cleo_rules.matcher", "cleo_rules.runtime",
+              "cleo_rules.verify", "cleo_rules.corpus")
+EMBEDDING = {"torch", "sentence_transformers", "transformers", "hnswlib", "numpy", "sqlite_utils"}
+#: what the store may use of the rest of the project: errors, JSON Lines reading, the names, the
+#: trace rows every memory writes (TraceSink), and the check for an optional extra: none knows a rule
+STORE_MAY_USE = {"cleo_rules.errors", "cleo_rules.jsonl", "cleo_rules.kinds", "cleo_rules.trace", "cleo_rules.extras"}
+#: the thin layers over the library; nothing else imports them
+LAYERS = ("cleo_rules.cli", "cleo_rules.serve", "cleo_rules.__main__")
+LAYER_LIBRARIES = {"click", "starlette", "uvicorn", "prometheus_client"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path) -> tuple[set[str], set[str]]:
+    """``(project modules, outside top-level packages)`` that the module at ``path`` imports."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    inside, outside = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if not module.startswith("cleo_rules"):
+                outside.add(module.split(".")[0])
+                continue
+            for alias in node.names:  # `from . import files` names a module; `from .x import f` names x
+                sub = f"{module}.{alias.name}"
+                inside.add(sub if sub in MODULES else module)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                (inside if alias.name.startswith("cleo_rules") else outside).add(
+                    alias.name if alias.name.startswith("cleo_rules") else alias.name.split(".")[0])
+    return inside, outside
+
+
+GRAPH: dict[str, set[str]] = {}
+OUTSIDE: dict[str, set[str]] = {}
+for _name, _path in MODULES.items():
+    GRAPH[_name], OUTSIDE[_name] = _imports(_name, _path)
+
+
+def reach(start) -> set[str]:
+    """Every project module imported, directly or not, from the modules ``start``."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += GRAPH[m]
+    return seen
+
+
+def cycles() -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), and modules importing themselves."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in GRAPH[v]:
+                found.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_is_read():
+    """The reader sees top-level, lazy and TYPE_CHECKING imports alike (else the rules below test nothing)."""
+    assert "cleo_rules.prefilter" in GRAPH["cleo_rules.matcher"]  # at the top
+    assert "cleo_rules.runtime" in GRAPH["cleo_rules"]  # in __getattr__
+    assert "cleo_rules.pack.model" in GRAPH["cleo_rules.turn"]  # under TYPE_CHECKING
+    assert "cleo_rules.corpus.files" in GRAPH["cleo_rules.corpus.build"]  # `from . import files`
+    assert "regex" in OUTSIDE["cleo_rules.matcher"] and "sentence_transformers" in OUTSIDE["cleo_rules.retrieval.embed"]
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    GRAPH["cleo_rules.text"].add("cleo_rules.matcher")
+    try:
+        assert "cleo_rules.text" in GRAPH["cleo_rules.matcher"]
+        assert any({"cleo_rules.matcher", "cleo_rules.text"} <= set(c) for c in cycles())
+    finally:
+        GRAPH["cleo_rules.text"].discard("cleo_rules.matcher")
+
+
+def test_no_import_cycles():
+    assert cycles() == []
+
+
+def test_the_classifier_never_imports_retrieval_or_an_embedding_model():
+    reached = reach(CLASSIFIER)
+    assert "cleo_rules.pack.model" in reached and "cleo_rules.corpus.run" in reached
+    assert sorted(m for m in reached if m.startswith("cleo_rules.retrieval")) == []
+    assert {m: sorted(OUTSIDE[m] & EMBEDDING) for m in reached if OUTSIDE[m] & EMBEDDING} == {}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.retrieval")))
+def test_the_store_knows_no_rules(module):
+    rules = ("cleo_rules.pack", "cleo_rules.matcher", "cleo_rules.decision", "cleo_rules.shaping",
+             "cleo_rules.referents", "cleo_rules.corpus", "cleo_rules.runtime", "cleo_rules.verify")
+    assert sorted(m for m in reach([module]) if any(m == r or m.startswith(r + ".") for r in rules)) == []
+    assert sorted(m for m in GRAPH[module] if not m.startswith("cleo_rules.retrieval")
+                  and m not in STORE_MAY_USE) == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(LAYERS)))
+def test_the_core_knows_no_cli_or_service(module):
+    assert sorted(m for m in GRAPH[module] if m.startswith(LAYERS)) == []
+    assert sorted(OUTSIDE[module] & LAYER_LIBRARIES) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_over_600_lines(module):
+    assert len(MODULES[module].read_text(encoding="utf-8").splitlines()) <= 600
