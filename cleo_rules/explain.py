@@ -118,7 +118,7 @@ class Recorder:
     # -- what the walk reports ------------------------------------------
 
     def skipped(self, stripped: int) -> None:
-        """The message is under ``min_chars`` characters after stripping: nothing else runs."""
+        """The message is under ``min_chars`` visible characters: nothing else runs."""
         self._length = self._length_attempt(stripped, True)
 
     def scanned(self, scanned: str, stripped: int, text: str, tokens, candidates) -> None:
@@ -270,5 +270,6 @@ class Recorder:
     def _length_attempt(self, stripped: int, fired: bool) -> Attempt:
         min_chars = self._matcher.settings.min_chars
         return Attempt("length", None, fired,
-                       note=f"{stripped} characters after stripping; under {min_chars} is skipped")
+                       note=f"{stripped} visible characters (format characters removed, ends stripped); "
+                       f"under {min_chars} is skipped")
 

@@ -1,7 +1,8 @@
 """The matching walk: one message and a compiled pack's rules make a :class:`Decision`.
 
-The walk, in order: a message under ``min_chars`` characters after
-stripping is ``skip``; else it is normalised
+The walk, in order: a message under ``min_chars`` visible characters
+(:func:`~cleo_rules.text.visible_length`: format characters removed, white
+space stripped at both ends) is ``skip``; else it is normalised
 (:mod:`cleo_rules.text`) and the prefilter (:mod:`cleo_rules.prefilter`)
 names the patterns whose requirements it meets; the first correction, in
 file order, that matches makes it a ``correction``; then, for a message of
@@ -21,9 +22,11 @@ is that walk with a recorder.
 from __future__ import annotations
 
 import bisect
-import re
-import functools
+import hashlib
 import logging
+import re
+import threading
+from collections import OrderedDict
 
 import regex
 
@@ -35,7 +38,7 @@ from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
 from .shaping import shape
-from .text import WORD, normalize, original_span, word_pattern
+from .text import WORD, normalize, original_span, visible_length, word_pattern
 
 __all__ = ["Matcher", "ROLE_PRIORITY"]
 
@@ -69,6 +72,51 @@ class _Timeout(Exception):
 
     def __init__(self, rule_id):
         self.rule_id = rule_id
+
+
+class _KindCache:
+    """The kinds of messages seen before, remembered by a 16-byte digest.
+
+    A message's kind depends only on whether it is long enough to be read,
+    on its first ``max_scan_chars`` characters and on whether it goes on past
+    them, so the key is the digest of those characters and a flag: an entry costs the same for a one-line message and a 1 MB
+    one, and no message is kept alive by the cache. Least recently used
+    entries go first; safe to share between threads.
+    """
+
+    def __init__(self, kind_of, min_chars: int, max_scan_chars: int, size: int = 4096):
+        self._kind_of = kind_of
+        self._min_chars = min_chars
+        self._scan = max_scan_chars
+        self._size = size
+        self._kinds: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def kind(self, message: str) -> str:
+        if visible_length(message) < self._min_chars:
+            return SKIP
+        scanned = message[: self._scan]
+        key = hashlib.blake2b(scanned.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if len(message) > self._scan:  # a longer message is read as one past the scan
+            key += b"+"
+        with self._lock:
+            kind = self._kinds.get(key)
+            if kind is not None:
+                self._kinds.move_to_end(key)
+                return kind
+        kind = self._kind_of(message)
+        with self._lock:
+            self._kinds[key] = kind
+            if len(self._kinds) > self._size:
+                self._kinds.popitem(last=False)
+        return kind
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kinds.clear()
 
 
 class Matcher:
@@ -148,7 +196,7 @@ class Matcher:
         self._index = LiteralIndex([_requirements(r) for r in self._patterns + self.referents.rules])
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
-        self._history_kind = functools.lru_cache(maxsize=4096)(self.kind_of)
+        self._history_kinds = _KindCache(self.kind_of, settings.min_chars, settings.max_scan_chars)
 
     # -- pieces --------------------------------------------------------
 
@@ -398,7 +446,7 @@ class Matcher:
         :class:`~cleo_rules.explain.Recorder`); it never changes the result.
         """
         s = self.settings
-        stripped = len(message.strip())
+        stripped = visible_length(message)
         if stripped < s.min_chars:
             if rec is not None:
                 rec.skipped(stripped)
@@ -498,7 +546,7 @@ class Matcher:
             seen += 1
             if seen > lookback:
                 break
-            if self._history_kind(said.content) == SUBSTANTIVE:
+            if self._history_kinds.kind(said.content) == SUBSTANTIVE:
                 return said
         return None
 

@@ -35,6 +35,24 @@ WORD = regex.compile(r"\w+(?:'\w+)*")
 WORD_ASCII = re.compile(r"\w+(?:'\w+)*", re.ASCII)
 
 
+# Unicode format characters (category Cf: zero-width spaces and joiners, the
+# BOM, bidirectional marks, invisible operators…): they take no room on screen
+_FORMAT = regex.compile(r"\p{Cf}+")
+
+
+def visible_length(message: str) -> int:
+    """How many characters of ``message`` a reader sees: the length after
+    removing Unicode format characters (category Cf) anywhere and white space
+    at both ends. Inner white space counts.
+
+    Never more than ``len(message.strip())``: removing characters can only
+    shorten the text, and what :meth:`str.strip` removed is still at the ends.
+    """
+    if message.isascii():  # ASCII has no format characters
+        return len(message.strip())
+    return len(_FORMAT.sub("", message).strip())
+
+
 def word_pattern(normalized: str):
     """The compiled word pattern for an already normalised text (ASCII or not)."""
     return WORD_ASCII if normalized.isascii() else WORD

@@ -176,7 +176,7 @@ def test_the_prefilter_changes_no_decision():
     slow = load_pack()
     matcher = slow._matcher
     matcher._index = LiteralIndex([None] * matcher._index.size)  # every rule searched
-    matcher._history_kind.cache_clear()
+    matcher._history_kinds.clear()
     history = ("Which boiler should we fit in the new flat?",)
     for message in _messages():
         a, b = fast.classify(message, history=history), slow.classify(message, history=history)
