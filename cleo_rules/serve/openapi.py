@@ -148,6 +148,7 @@ def _response_schemas() -> dict:
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "path": {"type": "string"}, "require": nullable_str, "reloads": {"type": "integer"},
                 "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
+                "corpus": nullable_str, "gate": {"type": "string"},
             },
         },
         "Reloaded": {"allOf": [_ref("PackStatus"), {"type": "object", "required": ["reloaded"],
