@@ -129,6 +129,8 @@ def _members(root: Path, cache: _HashCache) -> list[str]:
         digest = cache.digest(str(manifest), os.stat(manifest))
     except OSError:
         return []
+    if resolve_member(root, MANIFEST) is None:  # a link out of the pack: the gate refuses it, nothing to list
+        return [str(manifest)]
     if digest not in cache.members:
         src, _ = load_yaml(manifest)
         names = src.data.get("files") if src is not None and isinstance(src.data, dict) else None
