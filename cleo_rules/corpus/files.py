@@ -200,8 +200,11 @@ def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Pro
 
 
 def _outside(corpus_dir: Path, path: Path) -> Problem | None:
-    """A problem when ``path`` (a link, perhaps) lies outside ``corpus_dir``: it is then never read."""
-    if resolve_member(corpus_dir, os.path.relpath(path, corpus_dir)) is not None:
+    """A problem when ``path`` (a link, perhaps) lies outside ``corpus_dir``: it is then never read.
+
+    A link to nothing is left to the loader, which says it cannot read it.
+    """
+    if not os.path.exists(path) or resolve_member(corpus_dir, os.path.relpath(path, corpus_dir)) is not None:
         return None
     return problem("E214", "corpus file is a link to a file outside the corpus directory", display(path), 1, 1,
                    help="copy the cases into the corpus directory; nothing outside it is read", rank=1)
