@@ -491,6 +491,7 @@ class Matcher:
                     return True
                 if cover is None:
                     cover = self._cover(tokens)
+                if spans is None:  # the vocabulary test may have made the cover without them
                     spans = [w.span() for w in words.finditer(text)]
                 outside, before = self._topic_counts(spans, cover[1], *m.span())
                 ok = self._topic_ok(rule, outside, before)
