@@ -26,7 +26,11 @@ from the rewrites, see that folder's README) and prints, per dataset:
   split by where the words the rewrite adds come from: mostly (>= 50%) in
   earlier user turns, or not (in the assistant's replies or nowhere).
 
-A PNG chart of answer-recall@5 by mode goes to ``out/eval_dialogue.png``.
+Then the same two figures for ``raw``, ``roles`` and ``rewrite`` split by how
+the role-tagged query was built (a referent found by a rule; the anchor and
+an excerpt of the last reply; searched as typed), which shows where the gap
+to the rewrite is. A PNG chart of answer-recall@5 by mode goes to
+``out/eval_dialogue.png``.
 
 Usage::
 
@@ -213,6 +217,37 @@ def print_quality(name, q):
     del first
 
 
+def built_from(d) -> str:
+    """How a role-tagged decision's query was built: which parts, and whether a referent rule found the referent."""
+    if d.kind != "follow_up" or d.query is None or not d.parts:
+        return f"searched as typed ({d.kind})"
+    names = [p.name for p in d.parts if p.name != "message"]
+    if not names:
+        return "searched as typed (follow_up, nothing to combine)"
+    referent = next((p for p in d.parts if p.name == "referent"), None)
+    if referent is not None:
+        names[names.index("referent")] = "referent (rule)" if referent.rule else "reply excerpt"
+    return " + ".join(names) + " + message"
+
+
+def print_by_parts(name, rows, decisions, q):
+    """Cosine and answer-recall@5 of the role-tagged query, raw and rewrite, by how the query was built."""
+    fu = [(r, dr) for r, (_, dr) in zip(rows, decisions) if r["label"] == "follow_up"]
+    groups: dict[str, list[int]] = {}
+    for i, (_, dr) in enumerate(fu):
+        groups.setdefault(built_from(dr), []).append(i)
+    modes = ("raw", "roles", "rewrite")
+    print(f"\n{name}: context-dependent turns by how the role-tagged query was built (cosine / answer-recall@{K})")
+    print(f"  {'built from':<46}{'n':>5}" + "".join(f"{m:>17}" for m in modes))
+    for label, idx in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        cells = []
+        for m in modes:
+            cos = _mean(q["modes"][m]["cos"][i] for i in idx)
+            hits = [q["modes"][m]["hits"][i] for i in idx if q["modes"][m]["hits"][i] is not None]
+            cells.append(f"{cos:.3f} / {_mean(hits):.3f}")
+        print(f"  {label:<46}{len(idx):>5}" + "".join(f"{c:>17}" for c in cells))
+
+
 def chart(results: dict, path: Path):
     try:
         import matplotlib
@@ -275,6 +310,7 @@ def main(argv=None):
         if vectors is not None:
             results[name] = quality(rows, queries(rows, decisions), vectors)
             print_quality(name, results[name])
+            print_by_parts(name, rows, decisions, results[name])
     if results:
         chart(results, args.chart)
 

@@ -22,7 +22,10 @@ templates are ``str.format`` strings; the fields they can use are
     ``source``, ``rank`` (1-based)
 
 An unknown field in a template is a :class:`~cleo_rules.errors.UsageError`
-naming the template, raised when the block is built.
+naming the template, raised when the block is built. A pack's templates are
+read when the pack is loaded (:mod:`cleo_rules.pack.templates`: only these
+fields, written plainly, a precision such as ``{score:.2f}`` aside), so a
+pack that loads never raises here.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ swaps in a new one only after it passes :func:`accept`, the single gate:
 3. the one verdict (:func:`cleo_rules.verify.verify`): every example,
    counterexample and request form of every rule, and the pack's own
    checked-in corpus (``corpus/`` beside the pack directory, when it has one).
+   Without a corpus only the examples judge the pack (a rule file cut short
+   at a rule boundary still passes): :meth:`PackManager.status` and the log
+   say so (:data:`NO_CORPUS`).
 
 A pack that fails any step is rejected: the reasons are logged on the
 ``cleo_rules`` logger, kept in :attr:`PackManager.last_error`, and the
@@ -39,6 +42,7 @@ from pathlib import Path
 from .corpus.files import corpus_dir_of
 from .errors import CleoError, PackError
 from .pack.compile import load_pack
+from .pack.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
 from .pack.sources import VersionRange, resolve_pack
 from .verify import verify
@@ -50,6 +54,8 @@ __all__ = ["PackManager", "accept", "fingerprint"]
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 MAX_WATCHED_FILES = 1000
+#: What :meth:`PackManager.status` and the log say of a pack with no corpus beside it.
+NO_CORPUS = "no corpus: the gate ran the examples only"
 
 
 # --------------------------------------------------------------------------
@@ -91,6 +97,7 @@ class _HashCache:
 
     def __init__(self):
         self._seen: dict[str, tuple[int, int, str]] = {}
+        self.members: dict[str, list[str]] = {}  # manifest digest -> the files it lists
 
     def digest(self, path: str, st: os.stat_result) -> str:
         old = self._seen.get(path)
@@ -106,11 +113,43 @@ class _HashCache:
         return digest
 
 
+def _entry(root: Path, full: str, cache: _HashCache) -> str:
+    try:
+        st = os.stat(full)
+        digest = cache.digest(full, st)
+    except OSError:  # removed between listing and reading: part of a change in progress
+        return f"{os.path.relpath(full, root)}\0-1\0unreadable"
+    return f"{os.path.relpath(full, root)}\0{st.st_size}\0{digest}"
+
+
+def _members(root: Path, cache: _HashCache) -> list[str]:
+    """The manifest of the pack in ``root`` and every file it lists that lies in the pack (hidden ones too)."""
+    manifest = root / MANIFEST
+    try:
+        digest = cache.digest(str(manifest), os.stat(manifest))
+    except OSError:
+        return []
+    if resolve_member(root, MANIFEST) is None:  # a link out of the pack: the gate refuses it, nothing to list
+        return [str(manifest)]
+    if digest not in cache.members:
+        src, _ = load_yaml(manifest)
+        names = src.data.get("files") if src is not None and isinstance(src.data, dict) else None
+        found = [str(manifest)]
+        for name in names if isinstance(names, list) else []:
+            member = resolve_member(root, name) if isinstance(name, str) else None
+            if member is not None:
+                found.append(str(member))
+        cache.members = {digest: found}  # one manifest at a time
+    return cache.members[digest]
+
+
 def fingerprint(pack_dir, *, _cache: _HashCache | None = None) -> str:
     """A digest of every pack file under ``pack_dir``: names, sizes and contents.
 
-    Files are those ending in :data:`WATCHED_SUFFIXES`, hidden files and
-    directories excluded (editor swap files). A missing directory has the
+    The manifest and every file it lists come first, whatever their names
+    (a member may be a hidden file). Then the other files ending in
+    :data:`WATCHED_SUFFIXES`, hidden files and directories excluded (editor
+    swap files), up to :data:`MAX_WATCHED_FILES`. A missing directory has the
     fingerprint ``"missing"``. Touching a file without changing it does not
     change the fingerprint.
     """
@@ -118,20 +157,18 @@ def fingerprint(pack_dir, *, _cache: _HashCache | None = None) -> str:
     root = Path(pack_dir)
     if not root.is_dir():
         return "missing"
-    entries = []
+    members = _members(root, cache)
+    entries = [_entry(root, full, cache) for full in members]
+    listed = set(members)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith(WATCHED_SUFFIXES):
                 continue
             full = os.path.join(dirpath, name)
-            try:
-                st = os.stat(full)
-                digest = cache.digest(full, st)
-            except OSError:  # removed between listing and reading: part of a change in progress
-                digest = "unreadable"
-                st = None
-            entries.append(f"{os.path.relpath(full, root)}\0{st.st_size if st else -1}\0{digest}")
+            if full in listed:
+                continue
+            entries.append(_entry(root, full, cache))
             if len(entries) >= MAX_WATCHED_FILES:
                 break
         if len(entries) >= MAX_WATCHED_FILES:
@@ -142,6 +179,11 @@ def fingerprint(pack_dir, *, _cache: _HashCache | None = None) -> str:
 # --------------------------------------------------------------------------
 # The manager
 # --------------------------------------------------------------------------
+
+
+def _gate_note(pack_dir) -> str:
+    """What the log adds when the gate had no corpus to run."""
+    return "" if corpus_dir_of(pack_dir).is_dir() else f"; {NO_CORPUS}"
 
 
 class _Refusal(Exception):
@@ -199,7 +241,8 @@ class PackManager:
         except _Refusal as refusal:
             raise refusal.error from None
         self._serving = _Serving(pack, pack_dir, fp)
-        log.info("rule pack %s %s (%s) serving from %s", pack.name, pack.version, pack.content_hash, pack_dir)
+        log.info("rule pack %s %s (%s) serving from %s%s", pack.name, pack.version, pack.content_hash, pack_dir,
+                 _gate_note(pack_dir))
         if watch:
             self.watch(interval)
 
@@ -226,12 +269,18 @@ class PackManager:
         return self._serving.pack.explain(message, history)
 
     def status(self) -> dict:
+        """What serves and how it was judged: ``corpus`` is the corpus directory the gate ran (None: there is
+        none, and ``gate`` says :data:`NO_CORPUS`)."""
         serving = self._serving
+        corpus = corpus_dir_of(serving.pack_dir)
+        has_corpus = corpus.is_dir()
         return {
             "pack": serving.pack.name, "version": serving.pack.version, "hash": serving.pack.content_hash,
             "path": str(serving.pack_dir), "require": str(self._require) if self._require else None,
             "reloads": self.reloads, "rejections": self.rejections,
             "last_error": str(self.last_error) if self.last_error else None, "watching": self.watching,
+            "corpus": str(corpus) if has_corpus else None,
+            "gate": "examples and corpus" if has_corpus else NO_CORPUS,
         }
 
     # -- loading -----------------------------------------------------------
@@ -306,8 +355,9 @@ class PackManager:
                 return False
             self._serving = _Serving(pack, pack_dir, fp)
             self.reloads += 1
-            log.info("rule pack %s %s (%s) from %s replaced %s %s (%s)", pack.name, pack.version,
-                     pack.content_hash, pack_dir, old.pack.name, old.pack.version, old.pack.content_hash)
+            log.info("rule pack %s %s (%s) from %s replaced %s %s (%s)%s", pack.name, pack.version,
+                     pack.content_hash, pack_dir, old.pack.name, old.pack.version, old.pack.content_hash,
+                     _gate_note(pack_dir))
             return True
 
     def _refuse(self, old: _Serving, where, exc: BaseException, fp: str | None) -> None:

@@ -176,10 +176,10 @@ def test_the_source_endpoint_serves_only_the_pack_files(alone):
 def test_pack_status_says_where_regressions_go_and_whether_they_are_written(alone, team):
     quiet = alone["http"].get("/v1/pack").json()
     schema(alone["http"], "PackStatus").validate(quiet)
-    assert quiet["problems"] == [] and quiet["corpus"]["writable"] is False
-    assert quiet["corpus"]["regressions"] == str(alone["root"] / "corpus" / "regressions.yaml")
+    assert quiet["problems"] == [] and quiet["regressions"]["writable"] is False
+    assert quiet["regressions"]["file"] == str(alone["root"] / "corpus" / "regressions.yaml")
     loud = team["http"].get("/v1/pack").json()
-    assert loud["corpus"] == {"regressions": str(team["root"] / "corpus" / "regressions.yaml"), "writable": True}
+    assert loud["regressions"] == {"file": str(team["root"] / "corpus" / "regressions.yaml"), "writable": True}
 
 
 # -- saving a regression --------------------------------------------------------------------------

@@ -8,26 +8,28 @@ file has ``kind: corpus`` and a ``cases:`` list; generated files also carry a
 ``generated:`` header (pack, version, the hash of the inputs they were built
 from). The generator writes one case per line, so a change to a rule shows up
 as a line-per-case diff, and never touches the hand-written files.
+
+Every corpus file is read as rule files are (:mod:`cleo_rules.pack.load`:
+plain YAML, no aliases or tags, bounded in size and depth, a regular file)
+and must lie inside the corpus directory, links included.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import yaml
-
 from ..errors import Problem
 from ..kinds import DecisionKind
-from ..pack.load import display, load_yaml, pointer_join
+from ..pack.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
 from ..pack.validate import find_schema_problems
 from .model import CROSS, HAND, Case, history_item, plain, problem
 
 GENERATED_DIR = "generated"
 CROSS_FILE = "_cross-rule.yaml"
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def group_file(group: str) -> str:
@@ -116,22 +118,6 @@ def render(path: Path, header: dict, cases, *, what: str) -> str:
 # -- reading -----------------------------------------------------------------
 
 
-_STR = "tag:yaml.org,2002:str"
-_SCALARS = yaml.SafeLoader("")
-
-
-def _plain(node):
-    if isinstance(node, yaml.MappingNode):
-        return {_plain(k): _plain(v) for k, v in node.value}
-    if isinstance(node, yaml.SequenceNode):
-        return [_plain(v) for v in node.value]
-    if node.tag == _STR:
-        return node.value
-    value = _SCALARS.construct_object(node)
-    _SCALARS.constructed_objects.clear()
-    return value
-
-
 def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
     """The generator's own layout: a small YAML header, then one JSON object per case line.
 
@@ -143,10 +129,8 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
         start = lines.index("cases:")
     except ValueError:
         return None
-    try:
-        head = yaml.load("\n".join(lines[:start]), Loader=_Loader)
-    except yaml.YAMLError:
-        return None
+    src, _ = parse_yaml("\n".join(lines[:start]), path, shown)
+    head = src.data if src is not None else None
     if not isinstance(head, dict) or head.get("kind") != "corpus" or not isinstance(head.get("generated"), dict):
         return None
     header = head["generated"]
@@ -160,7 +144,7 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
             return None
         try:
             item = json.loads(line[4:])
-        except ValueError:
+        except (ValueError, RecursionError):  # read again as YAML, which says where and why
             return None
         case, found = _case(item, shown, number + 1, pointer_join("/cases", len(cf.cases)), generated=True)
         if found or case is None:
@@ -170,42 +154,60 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
 
 
 def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]]:
-    """Read a generated file: the fast line layout, else any YAML (positions from the nodes)."""
+    """Read a generated file: the fast line layout, else as any rule file (positions from the loader)."""
     help = "regenerate it with `cleo-rules corpus build`"
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would hang the read
+            return None, [problem("E210", "generated corpus file cannot be read: not a regular file", shown, 1, 1,
+                                  help=help, rank=1)]
+        size = st.st_size
+        if size > MAX_FILE_BYTES:
+            return None, [problem("E210", f"generated corpus file is {size} bytes, over the limit of {MAX_FILE_BYTES}",
+                                  shown, 1, 1, help=help, rank=1)]
         text = path.read_text(encoding="utf-8")
-        fast = _read_lines(path, shown, text)
-        if fast is not None:
-            return fast, []
-        root = yaml.compose(text, Loader=_Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = where.line + 1 if where is not None else 0
-        return None, [problem("E210", f"generated corpus file cannot be read: {getattr(exc, 'problem', None) or exc}",
-                              shown, line, 1, help=help, rank=1)]
-    if not isinstance(root, yaml.MappingNode):
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [problem("E210", f"generated corpus file cannot be read: {exc}", shown, 0, 1, help=help, rank=1)]
+    fast = _read_lines(path, shown, text)
+    if fast is not None:
+        return fast, []
+    src, found = parse_yaml(text, path, shown)
+    if src is None:  # placed as the loader placed it
+        return None, [problem("E210", f"generated corpus file cannot be read: {p.message}", shown, p.line, p.col,
+                              help=help, rank=1) for p in found]
+    data = src.data
+    if not isinstance(data, dict):
         return None, [problem("E210", "generated corpus file is not a mapping", shown, 1, 1, help=help, rank=1)]
-    top = {k.value: v for k, v in root.value if isinstance(k, yaml.ScalarNode)}
-    header = _plain(top["generated"]) if "generated" in top else {}
+    header = data.get("generated", {})
     cf = CorpusFile(path, shown, header if isinstance(header, dict) else {"invalid": True})
-    kind = top.get("kind")
-    if not isinstance(kind, yaml.ScalarNode) or kind.value != "corpus":
+    if data.get("kind") != "corpus":
         return None, [problem("E210", "not a corpus file (`kind: corpus` missing)", shown, 1, 1, help=help, rank=1)]
-    cases_node = top.get("cases")
+    cases = data.get("cases")
     problems: list[Problem] = []
-    if cases_node is None:
+    if cases is None:
         return cf, problems
-    if not isinstance(cases_node, yaml.SequenceNode):
-        return None, [problem("E210", "`cases:` is not a list", shown, cases_node.start_mark.line + 1, 1,
+    if not isinstance(cases, list):
+        return None, [problem("E210", "`cases:` is not a list", shown, src.where("/cases")[0], 1,
                               help=help, rank=1)]
     group = header.get("rule") if isinstance(header, dict) and header.get("rule") else CROSS
-    for i, node in enumerate(cases_node.value):
-        line = node.start_mark.line + 1
-        case, found = _case(_plain(node), shown, line, pointer_join("/cases", i), generated=True)
+    for i, item in enumerate(cases):
+        ptr = pointer_join("/cases", i)
+        case, found = _case(item, shown, src.where(ptr)[0], ptr, generated=True)
         problems += found
         if case is not None:
             cf.cases.append(replace(case, group=group))
     return cf, problems
+
+
+def _outside(corpus_dir: Path, path: Path) -> Problem | None:
+    """A problem when ``path`` (a link, perhaps) lies outside ``corpus_dir``: it is then never read.
+
+    A link to nothing is left to the loader, which says it cannot read it.
+    """
+    if not os.path.exists(path) or resolve_member(corpus_dir, os.path.relpath(path, corpus_dir)) is not None:
+        return None
+    return problem("E214", "corpus file is a link to a file outside the corpus directory", display(path), 1, 1,
+                   help="copy the cases into the corpus directory; nothing outside it is read", rank=1)
 
 
 def _case(item, shown: str, line: int, pointer: str, *, generated: bool) -> tuple[Case | None, list[Problem]]:
@@ -277,6 +279,9 @@ def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list
     if not corpus_dir.is_dir():
         return hand, gen, problems
     for path in sorted(corpus_dir.glob("*.y*ml")):
+        if (away := _outside(corpus_dir, path)) is not None:
+            problems.append(away)
+            continue
         cf, found = _read_hand(path, display(path))
         problems += found
         if cf is not None:
@@ -284,6 +289,9 @@ def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list
     gdir = corpus_dir / GENERATED_DIR
     if gdir.is_dir():
         for path in sorted(gdir.glob("*.yaml")):
+            if (away := _outside(corpus_dir, path)) is not None:
+                problems.append(away)
+                continue
             cf, found = _read_generated(path, display(path))
             problems += found
             if cf is not None:

@@ -26,6 +26,7 @@ from .examples import find_example_problems
 from .load import MANIFEST, MAX_FILES, Source, display, load_yaml, pointer_join, resolve_member
 from .model import DEFAULT_CONTEXT, Pack, PatternRule, ReferentRule, Settings, VocabSet
 from .sources import check_version, resolve_pack
+from .templates import lint_context
 from .validate import file_kind, find_schema_problems, lint_combine, lint_pattern
 
 __all__ = ["compile_pack", "compile_with_examples", "load_pack"]
@@ -40,13 +41,24 @@ def _find_manifest(path) -> tuple[Path, Path]:
     if not manifest.is_file():
         where = Path(path) if path is not None else p
         raise PackNotFound(f"no rule pack at {display(where)}: {MANIFEST} not found")
+    if resolve_member(p, MANIFEST) is None:  # a link out of the pack: never read, never echoed
+        raise PackError([Problem("E106", f"{MANIFEST} is a link to a file outside the pack directory",
+                                 display(manifest), line=1, col=1, rank=0,
+                                 help="put the manifest itself in the pack directory, or name the directory "
+                                      "it lives in")], pack=display(p))
     return p, manifest
+
+
+def _short(name) -> str:
+    """A file name as a message shows it: at most 80 characters."""
+    text = repr(name)
+    return text if len(text) <= 80 else f"{text[:60]}...{text[-16:]} ({len(str(name))} characters)"
 
 
 def _pattern_source(rule: dict) -> str | None:
     pat = rule.get("pattern")
-    if isinstance(pat, list):
-        return "|".join(f"(?:{p})" for p in pat)
+    if isinstance(pat, list):  # an item that is not a string is the schema's finding
+        return "|".join(f"(?:{p})" for p in pat) if all(isinstance(p, str) for p in pat) else None
     return pat if isinstance(pat, str) else None
 
 
@@ -103,6 +115,7 @@ def _compile(path) -> Pack:
         problems += lint_combine(manifest, settings.combine_resolved, "combine_resolved", ("referent", "message"))
     context = dict(DEFAULT_CONTEXT)
     given_context = mdata.get("context")
+    problems += lint_context(manifest, given_context)
     if isinstance(given_context, dict):
         context.update({k: v for k, v in given_context.items() if isinstance(v, str)})
 
@@ -117,11 +130,17 @@ def _compile(path) -> Pack:
         ptr = pointer_join("/files", i)
         member = resolve_member(pack_dir, fname) if isinstance(fname, str) else None
         if member is None:
-            problems.append(manifest.problem("E119", f"file {fname!r} is outside the pack directory", ptr, rank=1,
+            problems.append(manifest.problem("E119", f"file {_short(fname)} is outside the pack directory", ptr, rank=1,
                                              help="list files by a path inside the pack, without '..' or a leading '/'"))
             continue
-        if not member.is_file():
-            problems.append(manifest.problem("E115", f"file {fname!r} not found in {display(pack_dir)}", ptr, rank=1,
+        try:
+            is_file = member.is_file()
+        except OSError as exc:  # a name too long for the file system, a loop of links
+            problems.append(manifest.problem("E108", f"cannot read file: {exc.strerror or exc} ({_short(fname)})", ptr,
+                                             rank=1, help="name a file the file system can open"))
+            continue
+        if not is_file:
+            problems.append(manifest.problem("E115", f"file {_short(fname)} not found in {display(pack_dir)}", ptr, rank=1,
                                              help="create the file or remove it from the files list"))
             continue
         src, found = load_yaml(member, display(member))
@@ -215,6 +234,8 @@ def _compile(path) -> Pack:
                         seen_words[key] = (rid, src, wptr)
                 tps = []
                 for j, tp in enumerate(_tup(item.get("token_patterns"))):
+                    if not isinstance(tp, str):  # the schema's finding
+                        continue
                     compiled, found = lint_pattern(src, pointer_join(pointer_join(ptr, "token_patterns"), j), rid, tp)
                     problems += found
                     if compiled is not None:

@@ -2,14 +2,23 @@
 
 Only plain YAML is accepted: the standard scalar types, lists and mappings.
 Tags that construct objects (``!!python/object``, ``!!binary``, custom ``!tags``),
-anchors and aliases, and duplicate keys are errors with a position. Files are
-bounded in number and size, and a manifest cannot name a file outside its
-pack directory.
+anchors and aliases, duplicate keys, nesting deeper than :data:`MAX_DEPTH`,
+scalars that cannot be read as their tag says (``!!int abc``, an integer of
+thousands of digits, a sexagesimal ``1:30``) and numbers that are not finite
+(``.nan``, ``.inf``) are errors with a position. Files are bounded in number
+and size and must be regular files, and a manifest cannot name a file
+outside its pack directory.
+
+Positions are counted as editors count them: U+0085, U+2028 and U+2029,
+which YAML 1.1 reads as line breaks, are ordinary characters here (in a
+comment or a string alike).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,10 @@ from ..errors import Problem
 MANIFEST = "pack.yaml"
 MAX_FILES = 64
 MAX_FILE_BYTES = 1 << 20  # 1 MiB
+MAX_DEPTH = 64  # nested lists and mappings in one file
+
+# YAML 1.1 line breaks that editors show as characters: read as placeholders, restored in strings.
+_UNICODE_BREAKS = "\x85\u2028\u2029"
 
 _ALLOWED_TAGS = {
     "tag:yaml.org,2002:str",
@@ -82,9 +95,24 @@ class _Reject(Exception):
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases while composing (no expansion bombs)."""
+    """SafeLoader that refuses aliases while composing (no expansion bombs) and deep nesting."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.depth = 0
 
     def compose_node(self, parent, index):
+        if self.depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise _Reject(("E102", f"lists and mappings nested more than {MAX_DEPTH} levels deep",
+                           mark.line + 1, mark.column + 1, "flatten the structure; rule files need a few levels"))
+        self.depth += 1
+        try:
+            return self._compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def _compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             mark = event.start_mark
@@ -100,7 +128,34 @@ class _Loader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def _convert(node, pointer, src_values, src_keys, styles, loader, display):
+_TAG_NAMES = {"tag:yaml.org,2002:int": "an integer", "tag:yaml.org,2002:float": "a number",
+              "tag:yaml.org,2002:bool": "true or false", "tag:yaml.org,2002:null": "null"}
+
+
+def _scalar(node, loader, restore):
+    """The value of a scalar node, or :class:`_Reject` when it cannot be read as its tag says."""
+    at = (node.start_mark.line + 1, node.start_mark.column + 1)
+    shown = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+    if node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float") and ":" in node.value:
+        raise _Reject(("E103", f"{shown!r} reads as a sexagesimal (base 60) number", *at,
+                       "write the number in decimal, or quote the value if it is text"))
+    try:
+        value = loader.construct_object(node)
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        what = _TAG_NAMES.get(node.tag, node.tag)
+        why = f"{shown!r} has {len(node.value)} characters, too many digits to read as an integer" \
+            if "digits" in str(exc) else f"{shown!r} is tagged {what} but is not one"
+        raise _Reject(("E103", why, *at,
+                       "write a plain value of that type, or quote it and drop the tag if it is text")) from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Reject(("E104", f"{shown!r} is not a finite number", *at,
+                       "write a number such as 50; NaN and infinity turn every bound off"))
+    if isinstance(value, str) and restore:
+        value = value.translate(restore)
+    return value
+
+
+def _convert(node, pointer, src_values, src_keys, styles, loader, display, restore=None):
     """Turn a composed node into plain data, recording positions."""
     src_values[pointer] = (node.start_mark.line + 1, node.start_mark.column + 1)
     tag = node.tag
@@ -115,7 +170,7 @@ def _convert(node, pointer, src_values, src_keys, styles, loader, display):
                 raise _Reject(("E111", "mapping keys must be plain strings",
                                key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                                "write the key as a plain word"))
-            key = loader.construct_object(key_node)
+            key = _scalar(key_node, loader, restore)
             if not isinstance(key, str):
                 key = str(key) if not isinstance(key, bool) else str(key).lower()
             child = pointer_join(pointer, key)
@@ -125,30 +180,47 @@ def _convert(node, pointer, src_values, src_keys, styles, loader, display):
                                key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                                "a key may appear once per mapping; merge or remove one of them"))
             src_keys[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = _convert(value_node, child, src_values, src_keys, styles, loader, display)
+            out[key] = _convert(value_node, child, src_values, src_keys, styles, loader, display, restore)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [
-            _convert(item, pointer_join(pointer, i), src_values, src_keys, styles, loader, display)
+            _convert(item, pointer_join(pointer, i), src_values, src_keys, styles, loader, display, restore)
             for i, item in enumerate(node.value)
         ]
     styles[pointer] = node.style
-    return loader.construct_object(node)
+    return _scalar(node, loader, restore)
+
+
+def _placeholders(text: str) -> tuple[str, dict | None]:
+    """``text`` with U+0085, U+2028 and U+2029 swapped for private-use characters it does not hold.
+
+    Returns the text and the table that turns the placeholders back (None when none was needed).
+    """
+    if not any(ch in text for ch in _UNICODE_BREAKS):
+        return text, None
+    free = (chr(c) for c in range(0xF8FF, 0xE000, -1) if chr(c) not in text)
+    there = {ch: next(free) for ch in _UNICODE_BREAKS}
+    return text.translate({ord(k): v for k, v in there.items()}), {ord(v): k for k, v in there.items()}
 
 
 def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, list[Problem]]:
     """Load one rule file. Returns ``(source, [])`` or ``(None, problems)``."""
     display = display or str(path)
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError as exc:
         return None, [Problem("E108", f"cannot read file: {exc.strerror or exc}", display, rank=1,
                               help="check the path in the manifest's files list")]
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would hang the read, a device never end
+        return None, [Problem("E108", "cannot read file: not a regular file", display, rank=1,
+                              help="name a plain file; a directory, FIFO or device cannot be a rule file")]
+    size = st.st_size
     if size > MAX_FILE_BYTES:
         return None, [Problem("E114", f"file is {size} bytes, over the limit of {MAX_FILE_BYTES}", display,
                               line=1, col=1, rank=1, help="split the file or trim it")]
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:  # a directory named like a file, a file gone since stat
         return None, [Problem("E108", f"cannot read file: {exc.strerror or exc}", display, rank=1,
                               help="check the path names a readable file")]
@@ -159,16 +231,26 @@ def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, li
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         return None, [Problem("E116", "file is not valid UTF-8", display, line=line, col=col, rank=1,
                               help="save the file as UTF-8")]
+    if len(raw) > MAX_FILE_BYTES:  # grew since stat
+        return None, [Problem("E114", f"file is over the limit of {MAX_FILE_BYTES} bytes", display,
+                              line=1, col=1, rank=1, help="split the file or trim it")]
+    return parse_yaml(text, path, display)
+
+
+def parse_yaml(text: str, path: Path, display: str) -> tuple[Source | None, list[Problem]]:
+    """Parse the text of one file as :func:`load_yaml` does (no size check: the caller bounds it)."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    loader = _Loader(text)
+    text, restore = _placeholders(text)
+    loader = None
     values, keys, styles = {}, {}, {}
     try:
+        loader = _Loader(text)  # checks every character first
         node = loader.get_single_node()
         if node is None:
             return None, [Problem("E117", "file is empty", display, line=1, col=1, rank=2,
                                   help="a rule file needs at least a `kind` key")]
-        data = _convert(node, "", values, keys, styles, loader, display)
+        data = _convert(node, "", values, keys, styles, loader, display, restore)
     except _Reject as rej:
         code, msg, line, col, hint = rej.problem_args
         return None, [Problem(code, msg, display, line=line, col=col, rank=1, help=hint)]
@@ -180,11 +262,19 @@ def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, li
             what = f"{exc.context}: {what}" if "while" not in exc.context else f"{what} ({exc.context})"
         return None, [Problem("E110", f"YAML syntax error: {what}", display, line=line, col=col, rank=0,
                               help="check indentation, colons and quoting around this position")]
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other controls)
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        what = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        return None, [Problem("E110", f"YAML syntax error: the character {what} is not allowed in YAML",
+                              display, line=line, col=col, rank=0,
+                              help="remove it; in a double-quoted string write a control character as an escape (\\t)")]
     except yaml.YAMLError as exc:
         return None, [Problem("E110", f"YAML error: {exc}", display, line=1, col=1, rank=0,
                               help="check the file is plain YAML")]
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return Source(path=path, display=display, data=data, values=values, keys=keys, styles=styles), []
 
 

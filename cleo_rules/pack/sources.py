@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..errors import PackNotFound, PackVersionError, Problem, UsageError
 from ..resources import rules_dir
-from .load import MANIFEST, display, load_yaml
+from .load import MANIFEST, display, load_yaml, resolve_member
 
 GROUP = "cleo_rules.packs"
 ENV_VAR = "CLEO_RULES_PACK"
@@ -319,6 +319,9 @@ def pack_info(path, *, origin: str = "directory", entry_point=None, distribution
     if not manifest.is_file():
         return PackInfo(entry_point or "?", "", "", p, origin, entry_point, distribution,
                         error=f"{MANIFEST} not found in {display(p)}")
+    if resolve_member(p, MANIFEST) is None:  # a link out of the pack: never read, never echoed
+        return PackInfo(entry_point or "?", "", "", p, origin, entry_point, distribution,
+                        error=f"{MANIFEST} is a link to a file outside the pack directory")
     src, problems = load_yaml(manifest, display(manifest))
     if src is None or not isinstance(src.data, dict):
         why = problems[0].format().split("\n")[0] if problems else "the manifest is not a mapping"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import string
 import unicodedata
 from functools import lru_cache
 from typing import Any
@@ -29,7 +28,8 @@ from jsonschema.protocols import Validator
 from ..errors import Problem
 from ..kinds import FileKind
 from ..resources import schemas_dir
-from . import backtracking
+from . import backtracking, bounds
+from .templates import QUERY_FIELDS, template_faults
 from .load import Source, pointer_join
 
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
@@ -41,7 +41,9 @@ def validator(name: str) -> Validator:
     with open(schemas_dir() / f"{name}.schema.json", encoding="utf-8") as fh:
         schema = json.load(fh)
     cls = validators.validator_for(schema)
-    return cls(schema)
+    # JSON Schema counts 10.0 as an integer; a count in a rule file is written as a whole number
+    whole = cls.TYPE_CHECKER.redefine("integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
+    return validators.extend(cls, type_checker=whole)(schema)
 
 
 def _type_of(value) -> str:
@@ -114,10 +116,17 @@ def _describe(error, source: Source) -> list[Problem]:
                     "so write 'yes' in quotes")
         elif want == "string" and isinstance(inst, (int, float)):
             help = f"quote the value so YAML keeps it as text: '{inst}'"
+        elif want == "integer" and isinstance(inst, float):
+            help = f"write {int(inst)}, without the decimal point" if inst.is_integer() else "write a whole number"
         elif want == "array" and isinstance(inst, str):
             help = f"make it a list: [{json.dumps(inst)}]"
         return [mk("E123", f"expected {want_s}, found {_type_of(inst)}", help)]
     if v == "oneOf" and pointer.endswith("/pattern"):
+        if isinstance(inst, list):  # a list with an item that is not a string: point at the item
+            for j, item in enumerate(inst):
+                if not isinstance(item, str):
+                    return [mk("E123", f"expected a regex string, found {_type_of(item)}",
+                               "write each pattern of the list as a quoted string", pointer_join(pointer, j))]
         return [mk("E123", f"expected a regex string or a list of them, found {_type_of(inst)}",
                    "write the pattern as a quoted string")]
     if v == "const":
@@ -177,23 +186,14 @@ def file_kind(source: Source) -> tuple[FileKind | None, list[Problem]]:
 
 def lint_combine(source: Source, template: str, key: str = "combine",
                   required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
-    """A query template (``settings.<key>``) uses only {anchor}, {referent} and {message}, and all of ``required``."""
+    """A query template (``settings.<key>``) uses only plain {anchor}, {referent} and {message}, and all of
+    ``required`` (:func:`.templates.template_faults`: no format spec, conversion, attribute or index)."""
     ptr = f"/settings/{key}"
-    try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
-    except ValueError as exc:
-        return [source.problem("E137", f"{key} template is malformed: {exc}", ptr,
-                               help="use {anchor}, {referent} and {message}; write {{ or }} for a literal brace")]
-    wrong = fields - {"anchor", "referent", "message"}
-    missing = set(required) - fields
-    problems = []
-    if wrong:
-        problems.append(source.problem("E137", f"{key} template uses unknown field(s) {', '.join(sorted(wrong))}",
-                                       ptr, help="only {anchor}, {referent} and {message} are available"))
-    if missing:
-        problems.append(source.problem("E137", f"{key} template lacks {', '.join('{' + m + '}' for m in sorted(missing))}",
-                                       ptr, help=f"this query needs {' and '.join('{' + r + '}' for r in required)}"))
-    return problems
+    help = "use {anchor}, {referent} and {message}, written plainly; write {{ or }} for a literal brace"
+    return [source.problem("E137", f"{key} template {fault}", ptr,
+                           help=f"this query needs {' and '.join('{' + r + '}' for r in required)}"
+                           if fault.startswith("lacks") else help)
+            for fault in template_faults(template, QUERY_FIELDS, required)]
 
 
 # What a control character in a pattern most likely came from: YAML double quotes read these escapes.
@@ -225,10 +225,16 @@ def lint_control_characters(src: Source, ptr: str, rid: str | None, pattern: str
 def lint_pattern(src: Source, ptr: str, rid: str | None, pattern: str) -> tuple[Any, list[Problem]]:
     """Compile one pattern and lint it. Returns ``(compiled or None, problems)``.
 
-    The lints: a control character (E140), a pattern that does not compile
+    The lints: a pattern too big to compile (E147, :mod:`.bounds`, judged
+    before compiling), a control character (E140), a pattern that does not compile
     (E130), named groups (E138), a match on the empty message (E139), and
     catastrophic backtracking (E131, :mod:`.backtracking`).
     """
+    too_big = bounds.size_problem(pattern)
+    if too_big:  # before regex.compile, which would expand it
+        return None, [src.problem("E147", too_big, ptr, rule=rid, rank=3,
+                                  help="use an open repeat (+, *) or a smaller count; counted repeats of groups "
+                                       "are copied out in full when compiled")]
     control = lint_control_characters(src, ptr, rid, pattern)
     try:
         compiled = regex.compile(pattern)

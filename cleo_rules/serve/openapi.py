@@ -164,9 +164,10 @@ def _response_schemas() -> dict:
                 "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
                 "problems": {"type": "array", "items": _ref("PackProblem"),
                              "description": "The last refused pack's problems, located; empty after a success."},
-                "corpus": {"type": "object", "required": ["regressions", "writable"],
-                           "description": "Where saved regressions go, and whether this service appends them.",
-                           "properties": {"regressions": {"type": "string"}, "writable": {"type": "boolean"}}},
+                "corpus": nullable_str, "gate": {"type": "string"},
+                "regressions": {"type": "object", "required": ["file", "writable"],
+                                "description": "Where saved regressions go, and whether this service appends them.",
+                                "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
             },
         },
         "PackProblem": {

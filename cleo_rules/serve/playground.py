@@ -113,7 +113,7 @@ def pack_extras(service: Service) -> dict:
     error = service.packs.last_error
     problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
     target, writable = _regressions(service)
-    return {"problems": problems, "corpus": {"regressions": display(target), "writable": writable}}
+    return {"problems": problems, "regressions": {"file": display(target), "writable": writable}}
 
 
 def _read_regression(body, settings) -> tuple[str, list, str, bool]:

@@ -257,7 +257,7 @@ function saveBox(result) {
   const yaml = el("pre", { class: "regression-yaml", hidden: true });
   const said = el("p", { class: "save-status", role: "status" });
   button.addEventListener("click", async () => {
-    const writable = Boolean(state.status && state.status.corpus && state.status.corpus.writable);
+    const writable = Boolean(state.status && state.status.regressions && state.status.regressions.writable);
     button.disabled = true;
     try {
       const saved = await api("/v1/pack/regressions", {
