@@ -37,7 +37,7 @@ pytestmark = pytest.mark.model
 SAMPLE = data_dir() / "sample_memory.jsonl"
 NDJSON = {"Content-Type": "application/x-ndjson"}
 HISTORY = ["Which van insurer did we go with last year?"]
-BETA_SECRET = "The zebra hangar door code is 4471 and only Beta knows it"
+BETA_SECRET = "The zebra hangar door code is QX4471 and only Beta knows it"
 BETA_LINES = "".join(json.dumps(d) + "\n" for d in [
     {"type": "document", "id": "beta-hangar", "title": "Hangar access", "date": "2024-05-01", "text": BETA_SECRET},
     {"type": "document", "id": "beta-rota", "title": "Beta rota", "date": "2024-05-02",
@@ -246,12 +246,12 @@ def test_keys_are_required_and_name_their_tenants(world):
                acme.delete("/v1/tenants/beta/memory/document/beta-hangar")]
     for r in answers:
         problem(r, 403, "forbidden")
-        assert "4471" not in r.text and "door code" not in r.text and "Zebra Mutual" not in r.text
+        assert "QX4471" not in r.text and "door code" not in r.text and "Zebra Mutual" not in r.text
     assert beta.get("/v1/tenants/beta/memory").json() == held
     # and acme's own turn searches acme's memory only
     own = acme.turn("What is the zebra hangar door code?").json()
     assert own["results"] and not any(r["id"].startswith("beta-") for r in own["results"])
-    assert "4471" not in json.dumps(own)
+    assert "QX4471" not in json.dumps(own)
     # beta's key reads beta's memory
     theirs = beta.turn("What is the zebra hangar door code?").json()
     assert any(BETA_SECRET in r["text"] for r in theirs["results"])
