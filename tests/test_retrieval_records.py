@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cleo_rules.retrieval.records import Piece, PreparedItem, content_hash, invalid_argument, prepare, validate_record
+from cleo_rules.retrieval.records import (
+    Piece, PreparedItem, content_hash, invalid_argument, plan_writes, prepare, validate_record,
+)
 from cleo_rules.retrieval.schema import Source
 
 from test_retrieval_ingest import conversation, document
@@ -95,3 +97,12 @@ def test_prepared_passages_point_into_the_document_and_are_deterministic(text, s
     assert item.pieces and all(text[p.bounds[0] : p.bounds[1]] == p.text for p in item.pieces)
     starts = [p.bounds[0] for p in item.pieces]
     assert starts == sorted(set(starts))  # every passage moves forward
+
+
+def test_plan_writes_says_added_updated_unchanged_and_writes_only_the_changed():
+    a, b, c = (prepare(document(id=i, text=f"text of {i}"), 200, 40) for i in ("a", "b", "c"))
+    existing = {a.key: a.content_hash, b.key: "an older hash"}
+    statuses, todo = plan_writes([a, b, c], existing)
+    assert statuses == ["unchanged", "updated", "added"]
+    assert todo == [b, c]
+    assert plan_writes([], existing) == ([], [])

@@ -12,7 +12,6 @@ were made with. Writing is :mod:`~cleo_rules.retrieval.pg_writes`, searching
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ import numpy as np
 import psycopg
 
 from ..errors import StoreError
+from .encoding import check_model, encode, load_model
 from .pg_database import Database
 from .pg_schema import Location, check_version, latest, quote, steps
 from .schema import Source, now
@@ -185,26 +185,11 @@ class TenantSchema:
         return self._dim
 
     def _check_model(self, embedder, stored: str | None = None) -> None:
-        stored = stored if stored is not None else self._model
-        name = getattr(embedder, "model_name", None)
-        if stored is not None and name is not None and stored != name:
-            raise StoreError(
-                f"memory store {self.location} holds vectors from model {stored!r}, but the embedder is {name!r}; "
-                "open it with the same model or run `cleo-rules memory rebuild --reembed`"
-            )
+        check_model(embedder, stored if stored is not None else self._model, self.location)
 
     def _load_model(self) -> float:
-        embedder = self.embedder
-        if getattr(embedder, "loaded", True):
-            return 0.0
-        start = time.perf_counter()
-        embedder.dim  # loads the weights
-        return time.perf_counter() - start
+        return load_model(self.embedder)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        embedder = self.embedder
-        self._check_model(embedder)
-        vectors = np.ascontiguousarray(embedder.encode(texts), dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise StoreError(f"embedder returned an array of shape {vectors.shape} for {len(texts)} texts")
-        return vectors
+        self._check_model(self.embedder)
+        return encode(self.embedder, texts)

@@ -29,7 +29,7 @@ from .ingest import IngestReport, ingest_lines, open_lines
 from .pg_database import guarded
 from .pg_schema import EXISTING_SQL, create_index_sql, index_name, insert_messages_sql, insert_piece_sql, upsert_parent_sql
 from .pg_tenant import TenantSchema
-from .records import PreparedItem, invalid_argument, prepare, validate_record
+from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
 from .schema import TABLES, Source, now
 
 __all__ = ["PgWrites"]
@@ -121,13 +121,7 @@ class PgWrites(TenantSchema):
         t0 = time.perf_counter()
         with self._connection() as conn:
             existing = self._existing_hashes(conn, items)
-        statuses: list[Status] = []
-        todo: list[PreparedItem] = []
-        for item in items:
-            old = existing.get(item.key)
-            statuses.append("added" if old is None else "unchanged" if old == item.content_hash else "updated")
-            if old != item.content_hash:
-                todo.append(item)
+        statuses, todo = plan_writes(items, existing)
         t1 = time.perf_counter()
         if not todo:
             timings["sql"] = timings.get("sql", 0.0) + t1 - t0

@@ -200,3 +200,16 @@ def prepare(record: dict, chunk_size: int, chunk_overlap: int,
     digest = content_hash(source, title, date, text=text, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                           chunk_max_chars=chunk_max_chars)
     return PreparedItem(source, record["id"].strip(), title, date, pieces, digest, text=text)
+
+
+def plan_writes(items, existing) -> tuple[list[str], list[PreparedItem]]:
+    """Each item's status against the stored content hashes ``existing`` (by :attr:`PreparedItem.key`):
+    ``"added"``, ``"updated"`` or ``"unchanged"``, and the items to write (the added and updated ones)."""
+    statuses: list[str] = []
+    todo: list[PreparedItem] = []
+    for item in items:
+        old = existing.get(item.key)
+        statuses.append("added" if old is None else "unchanged" if old == item.content_hash else "updated")
+        if old != item.content_hash:
+            todo.append(item)
+    return statuses, todo

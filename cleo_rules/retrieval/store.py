@@ -45,7 +45,8 @@ from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK
 from .indexes import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
 from .memory import Item, Result, SearchResponse, check_k, check_sources
-from .records import PreparedItem, invalid_argument, prepare, validate_record
+from .encoding import check_model, encode, load_model
+from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
 from .schema import (
     COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, TABLES, Source, content_hashes, no_store_message, now, open_database,
     source_of_item, sqlite_errors, sqlite_guarded, store_error, write_transaction,
@@ -251,30 +252,15 @@ class MemoryStore:
     # -- embedding --------------------------------------------------------
 
     def _check_model(self, embedder) -> None:
-        stored = self.model_name
-        name = getattr(embedder, "model_name", None)
-        if stored is not None and name is not None and stored != name:
-            raise StoreError(
-                f"memory store {self.path} holds vectors from model {stored!r}, but the embedder is {name!r}; "
-                "open it with the same model or run `cleo-rules memory rebuild --reembed`"
-            )
+        check_model(embedder, self.model_name, self.path)
 
     def _load_model(self) -> float:
         """Load the embedding model if it is not loaded yet; return the seconds spent."""
-        embedder = self.embedder
-        if getattr(embedder, "loaded", True):
-            return 0.0
-        start = time.perf_counter()
-        embedder.dim  # loads the weights
-        return time.perf_counter() - start
+        return load_model(self.embedder)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        embedder = self.embedder
-        self._check_model(embedder)
-        vectors = np.ascontiguousarray(embedder.encode(texts), dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise StoreError(f"embedder returned an array of shape {vectors.shape} for {len(texts)} texts")
-        return vectors
+        self._check_model(self.embedder)
+        return encode(self.embedder, texts)
 
     # -- writing ----------------------------------------------------------
 
@@ -292,13 +278,7 @@ class MemoryStore:
         timings = timings if timings is not None else {}
         t0 = time.perf_counter()
         existing = content_hashes(self._db.conn, {s: [item.id for item in items if item.source is s] for s in Source})
-        statuses: list[Status] = []
-        todo: list[PreparedItem] = []
-        for item in items:
-            old = existing.get(item.key)
-            statuses.append("added" if old is None else "unchanged" if old == item.content_hash else "updated")
-            if old != item.content_hash:
-                todo.append(item)
+        statuses, todo = plan_writes(items, existing)
         t1 = time.perf_counter()
         if not todo:
             timings["sql"] = timings.get("sql", 0.0) + t1 - t0
