@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test check typecheck docs bench clean
+.PHONY: setup browser demo test check typecheck docs bench clean
 
 # The CPU build of torch goes in first, pinned, so the [memory] extra's lower bound
 # (torch>=2.13) is already met and pip never pulls a multi-GB CUDA build.
@@ -20,7 +20,20 @@ setup: $(STAMP)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/cleo-rules demo
 
-test: $(STAMP)
+# The playground's browser tests drive Debian's Chromium through its driver: installed
+# with apt-get when missing (as root), else the command to run is printed.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium and chromium-driver for the browser tests"; \
+	    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "the browser tests need Chromium and its driver: sudo apt-get install chromium chromium-driver" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: $(STAMP) browser
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 
 check: $(STAMP)
