@@ -181,7 +181,7 @@ def test_installed_playground_refuses_to_write_into_the_package(installed):
             time.sleep(0.1)
         status = httpx.get(url + "/v1/pack").json()
         assert status["path"] == str(target / "cleo_rules" / "_data" / "rules")
-        assert status["corpus"]["writable"] is False  # never for the installed package, whatever was asked
+        assert status["regressions"]["writable"] is False  # never for the installed package, whatever was asked
         response = httpx.post(url + "/v1/pack/regressions", json={"message": "Thanks!", "expect": "skip", "write": True})
         assert response.status_code == 409, response.text
         body = response.json()
