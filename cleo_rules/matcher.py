@@ -238,7 +238,7 @@ class Matcher:
                 m = False  # find which pattern runs out of time, one by one
             if m is not False:
                 # every alternative is a named group: a match has a lastgroup
-                return None if m is None else self._token_res[int(m.lastgroup[1:])][0]  # pyright: ignore[reportOptionalSubscript]
+                return None if m is None else self._token_res[int(m.lastgroup[1:])][0]  # pyright: ignore[reportOptionalSubscript]  # every alternative is a named group, so a match has a lastgroup
         for index, rx in self._token_res:
             if self._limited(self.vocab_sets[index].id, rx.fullmatch, token):
                 return index

@@ -144,8 +144,9 @@ def _check_branch(alts) -> str | None:
         # the parser moves a shared start out in front: (?:\w|\w) is read as \w(?:|)
         return "alternatives inside a repeat match the same text two ways"
     seqs = [_char_sequence(a) for a in alts]
-    if all(seq is not None for seq in seqs):
-        if _splits_two_ways(seqs):  # type: ignore[arg-type]
+    known = [seq for seq in seqs if seq is not None]
+    if len(known) == len(seqs):
+        if _splits_two_ways(known):
             return "alternatives inside a repeat can split the same text two ways"
         return None
     firsts = [first_chars(a) for a in alts]

@@ -15,7 +15,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
@@ -59,7 +59,7 @@ def guarded(method: _F) -> _F:
         except psycopg.Error as exc:
             raise pg_error(exc, self.location) from exc
 
-    return guarded  # type: ignore[return-value]
+    return cast(_F, guarded)
 
 
 # -- the database and its pool -----------------------------------------------------------------
