@@ -29,7 +29,7 @@ from typing import IO
 
 from .errors import UsageError
 
-__all__ = ["BOM", "MAX_DEPTH", "JsonLineError", "parse_line", "read_lines", "pointer", "lone_surrogate",
+__all__ = ["BOM", "MAX_DEPTH", "JsonLineError", "json_type", "parse_line", "read_lines", "pointer", "lone_surrogate",
            "without_lone_surrogates"]
 
 BOM = "\ufeff"
@@ -171,3 +171,18 @@ def without_lone_surrogates(text: str) -> str:
     if lone_surrogate(text) is None:
         return text
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def json_type(value) -> str:
+    """What a decoded JSON value is, as an error message names it ("a string", "an array", "null")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

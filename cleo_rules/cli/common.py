@@ -92,7 +92,7 @@ def stream_lines(stream):
     object with a ``"message"`` string and an optional ``"history"`` array (or
     null); what a history item may be is the library's to judge.
     """
-    from ..jsonl import JsonLineError, read_lines
+    from ..jsonl import JsonLineError, json_type, read_lines
 
     for number, value in read_lines(getattr(stream, "buffer", stream)):
         if isinstance(value, JsonLineError):
@@ -100,18 +100,18 @@ def stream_lines(stream):
             continue
         if not isinstance(value, dict):
             yield number, JsonLineError("E320", f'a line must be an object {{"message": ..., "history": [...]}}, '
-                                                f"not {_json_type(value)}", line=number)
+                                                f"not {json_type(value)}", line=number)
             continue
         message, history = value.get("message"), value.get("history")
         if not isinstance(message, str):
-            what = "missing" if "message" not in value else f"{_json_type(message)}, not a string"
+            what = "missing" if "message" not in value else f"{json_type(message)}, not a string"
             yield number, JsonLineError("E320", f'"message" is {what}', line=number, pointer="/message")
             continue
         if history is None:
             history = []
         if not isinstance(history, list):
             yield number, JsonLineError("E320", f'"history" must be an array of earlier messages, oldest first, '
-                                                f"not {_json_type(history)}", line=number, pointer="/history")
+                                                f"not {json_type(history)}", line=number, pointer="/history")
             continue
         yield number, (message, history)
 
@@ -130,17 +130,3 @@ def error_line(error) -> str:
     import json
 
     return json.dumps({"error": error.to_dict(), "line": error.line}, ensure_ascii=False)
-
-
-def _json_type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..jsonl import json_type
 from .problems import ServiceError
 
 __all__ = ["history_error", "parse_json", "read_classify", "read_turn"]
@@ -40,23 +41,9 @@ def _bad(field: str, detail: str) -> ServiceError:
     return ServiceError("invalid-request", detail, field=field or None)
 
 
-def _type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _object(body, field: str, allowed: tuple[str, ...]) -> dict:
     if not isinstance(body, dict):
-        raise _bad(field, f"{field or 'the body'} must be a JSON object, not {_type(body)}")
+        raise _bad(field, f"{field or 'the body'} must be a JSON object, not {json_type(body)}")
     for key in body:
         if key not in allowed:
             where = f"{field}.{key}" if field else key
@@ -70,7 +57,7 @@ def _message(body: dict, field: str, max_chars: int) -> str:
         raise _bad(where, "message is required: the user's message, a string")
     message = body["message"]
     if not isinstance(message, str):
-        raise _bad(where, f"message must be a string, not {_type(message)}")
+        raise _bad(where, f"message must be a string, not {json_type(message)}")
     if len(message) > max_chars:
         raise _bad(where, f"message is {len(message)} characters; the limit is {max_chars}")
     return message
@@ -82,7 +69,7 @@ def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
     if history is None:
         return []
     if not isinstance(history, list):
-        raise _bad(where, f"history must be an array of earlier messages, oldest first, not {_type(history)}")
+        raise _bad(where, f"history must be an array of earlier messages, oldest first, not {json_type(history)}")
     if len(history) > max_items:
         raise _bad(where, f"history has {len(history)} items; the limit is {max_items}")
     for n, item in enumerate(history):
@@ -90,7 +77,7 @@ def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
             if len(item) > max_chars:
                 raise _bad(f"{where}[{n}]", f"history[{n}] is {len(item)} characters; the limit is {max_chars}")
         elif not isinstance(item, dict):
-            raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {_type(item)}")
+            raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {json_type(item)}")
     return history
 
 
@@ -112,7 +99,7 @@ def read_turn(body, settings) -> tuple[str, list, int]:
     elif isinstance(k, float) and k.is_integer():
         k = int(k)  # JSON does not tell 5 from 5.0
     if not isinstance(k, int) or isinstance(k, bool):
-        raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {_type(body.get('k'))}")
+        raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {json_type(body.get('k'))}")
     if not 1 <= k <= settings.max_k:
         raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {k}")
     return message, history, k
@@ -125,7 +112,7 @@ def read_batch(body, settings) -> list:
         raise _bad("items", "items is required: an array of {\"message\", \"history\"} objects")
     items = body["items"]
     if not isinstance(items, list):
-        raise _bad("items", f"items must be an array, not {_type(items)}")
+        raise _bad("items", f"items must be an array, not {json_type(items)}")
     if len(items) > settings.max_batch:
         raise _bad("items", f"items has {len(items)} entries; the limit is {settings.max_batch}")
     return items
