@@ -26,6 +26,14 @@ from the rewrites, see that folder's README) and prints, per dataset:
   split by where the words the rewrite adds come from: mostly (>= 50%) in
   earlier user turns, or not (in the assistant's replies or nowhere).
 
+**All-turn answer-recall@5** (``--all-turns``, the follow-up-queries target):
+over every turn labelled ``follow_up`` or ``substantive`` that has an answer
+and a message of at least 10 characters, split context-dependent /
+standalone, for ``raw``, ``append`` (the message and the whole last reply on
+*every* turn, no classifier), ``user``, ``roles``, ``rewrite``, and an
+ablation of the role-tagged query with each of its parts removed in turn.
+The standalone line also gives the net change in hits against ``raw``.
+
 Then the same two figures for ``raw``, ``roles`` and ``rewrite`` split by how
 the role-tagged query was built (a referent found by a rule; the anchor and
 an excerpt of the last reply; searched as typed), which shows where the gap
@@ -35,7 +43,7 @@ to the rewrite is. A PNG chart of answer-recall@5 by mode goes to
 Usage::
 
     .venv/bin/python bench/eval_dialogue.py [--pack DIR] [--dataset canard|gecor_camrest]
-        [--show LABEL:KIND] [--limit N] [--no-embed]
+        [--show LABEL:KIND] [--limit N] [--no-embed] [--all-turns]
 
 ``--show follow_up:substantive`` lists the context-dependent turns the pack
 searched as typed, to read what the rules miss. ``--no-embed`` prints the
@@ -140,9 +148,16 @@ def queries(rows, decisions) -> dict[str, list[str]]:
 
 
 class Vectors:
-    """Normalised embeddings, each distinct text encoded once."""
+    """Normalised embeddings, each distinct text encoded once.
+
+    Always the torch (sentence-transformers) reference path at one thread, so
+    figures compare across versions whatever the default embedding backend.
+    """
 
     def __init__(self):
+        import torch
+
+        torch.set_num_threads(1)
         from cleo_rules.retrieval.embed import Embedder
 
         self.embedder = Embedder()
@@ -248,6 +263,81 @@ def print_by_parts(name, rows, decisions, q):
         print(f"  {label:<46}{len(idx):>5}" + "".join(f"{c:>17}" for c in cells))
 
 
+# ---------------------------------------------------------------- all turns
+
+ALL_TURN_LABELS = ("follow_up", "substantive")
+MIN_MESSAGE = 10
+
+
+def all_turn_rows(rows, decisions):
+    """The all-turn filter: labelled follow_up or substantive, with an answer, a message of 10+ characters."""
+    return [(r, du, dr) for r, (du, dr) in zip(rows, decisions)
+            if r["label"] in ALL_TURN_LABELS and r.get("answer") and len(r["message"]) >= MIN_MESSAGE]
+
+
+def without_part(d, name: str, message: str) -> str:
+    """The role-tagged query with the parts called ``name`` left out (its other parts, in order)."""
+    if d.query is None or not d.parts:
+        return message
+    kept = [p.text for p in d.parts if p.name != name and p.text]
+    return "\n".join(kept) if kept else message
+
+
+def all_turn_queries(picked) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {m: [] for m in ("raw", "append", "user", "roles", "rewrite")}
+    part_names = sorted({p.name for _, _, dr in picked for p in dr.parts if p.name != "message"})
+    for name in part_names:
+        out[f"roles - {name}"] = []
+    for r, du, dr in picked:
+        msg = r["message"]
+        last = r.get("prev_system") or ""
+        out["raw"].append(msg)
+        out["append"].append(f"{msg}\n{last}" if last else msg)
+        out["user"].append(du.query or msg)
+        out["roles"].append(dr.query or msg)
+        out["rewrite"].append(r["rewrite"])
+        for name in part_names:
+            out[f"roles - {name}"].append(without_part(dr, name, msg))
+    return out
+
+
+def all_turn_recall(rows, decisions, vectors) -> dict:
+    """Per mode, the hit (turn's own answer in the top 5) of every all-turn row, and each row's label."""
+    import numpy as np
+
+    picked = all_turn_rows(rows, decisions)
+    pool = list(dict.fromkeys(
+        [t["content"] for r in rows for t in r["turns"] if t["role"] == "assistant"]
+        + [r["answer"] for r in rows if r.get("answer")]))
+    pool_v = vectors(pool)
+    index = {t: i for i, t in enumerate(pool)}
+    targets = np.array([index[r["answer"]] for r, _, _ in picked])
+    hits = {}
+    for mode, texts in all_turn_queries(picked).items():
+        sims = vectors(texts) @ pool_v.T
+        own = sims[np.arange(len(picked)), targets]
+        hits[mode] = [int(np.sum(sims[i] > own[i])) < K for i in range(len(picked))]
+    return {"hits": hits, "labels": [r["label"] for r, _, _ in picked], "pool": len(pool)}
+
+
+def print_all_turns(name, res):
+    labels = res["labels"]
+    dep = [lab == "follow_up" for lab in labels]
+    groups = {"all": [True] * len(labels), "context-dependent": dep, "standalone": [not x for x in dep]}
+    raw = res["hits"]["raw"]
+    print(f"\n{name}: all-turn answer-recall@{K} (labels follow_up + substantive, with an answer, "
+          f"message >= {MIN_MESSAGE} chars; pool {res['pool']})")
+    print(f"  {'mode':<22}" + "".join(f"{g + ' (n=' + str(sum(sel)) + ')':>28}" for g, sel in groups.items())
+          + f"{'standalone net vs raw':>24}")
+    for mode, h in res["hits"].items():
+        cells = []
+        for sel in groups.values():
+            vals = [x for x, s in zip(h, sel) if s]
+            cells.append(f"{_mean(vals):.3f} ({sum(vals)})")
+        net = sum(x for x, s in zip(h, groups["standalone"]) if s) - sum(x for x, s in zip(raw, groups["standalone"]) if s)
+        print(f"  {mode:<22}" + "".join(f"{c:>28}" for c in cells) + f"{net:>+24d}")
+
+
 def chart(results: dict, path: Path):
     try:
         import matplotlib
@@ -284,6 +374,8 @@ def main(argv=None):
     ap.add_argument("--history", choices=("user", "roles"), default="roles", help="history used by --show")
     ap.add_argument("--limit", type=int, default=None, help="first N turns of each dataset only")
     ap.add_argument("--no-embed", action="store_true", help="detection figures only")
+    ap.add_argument("--all-turns", action="store_true",
+                    help="all-turn answer-recall@5 with its ablation only (the follow-up-queries target)")
     ap.add_argument("--chart", type=Path, default=ROOT / "out" / "eval_dialogue.png")
     args = ap.parse_args(argv)
     if not (args.eval / DATASETS["canard"]).exists():
@@ -307,6 +399,9 @@ def main(argv=None):
                 d = ds[pick]
                 if r["label"] == label and d.kind == kind:
                     print(f"  [{d.rule}] {r['message']!r}  ->  {r['rewrite']!r}")
+        if vectors is not None and args.all_turns:
+            print_all_turns(name, all_turn_recall(rows, decisions, vectors))
+            continue
         if vectors is not None:
             results[name] = quality(rows, queries(rows, decisions), vectors)
             print_quality(name, results[name])
