@@ -20,7 +20,10 @@ Items, in this order (each dataset in its file's order):
 * ``corpus``: every case of ``corpus/generated/*.yaml`` and
   ``corpus/regressions.yaml``, with its history;
 * ``dialogues``: every turn of ``cleo_rules/data/eval/dialogues.yaml``,
-  with the earlier user messages of its dialogue as history.
+  with the earlier user messages of its dialogue as history;
+* ``canard-roles`` and ``gecor-roles``: every turn of the dialogue sets again,
+  with the role-tagged conversation before it (their ``turns`` field), and
+  the decision's ``parts`` (each with where it came from) as well.
 
 A file ending in ``.gz`` is written and read gzip-compressed (with no
 timestamp, so the same decisions give the same bytes).
@@ -68,9 +71,9 @@ def cast_items(eval_dir: Path):
         yield f"{row['year']}/{row['turn_id']}", row["raw_utterance"], list(row.get("previous_raw_utterances") or [])
 
 
-def dialogue_items(eval_dir: Path, name: str):
+def dialogue_items(eval_dir: Path, name: str, field: str = "history"):
     for row in read_jsonl(eval_dir / "dialogue" / name):
-        yield f"{row['conv_id']}#{row['turn']}", row["message"], list(row.get("history") or [])
+        yield f"{row['conv_id']}#{row['turn']}", row["message"], list(row.get(field) or [])
 
 
 def corpus_items(corpus_dir: Path):
@@ -100,7 +103,12 @@ def datasets(eval_dir: Path):
         ("gecor", dialogue_items(eval_dir, "gecor_camrest.jsonl")),
         ("corpus", corpus_items(ROOT / "corpus")),
         ("dialogues", eval_dialogue_items(ROOT / "cleo_rules" / "data" / "eval" / "dialogues.yaml")),
+        ("canard-roles", dialogue_items(eval_dir, "canard.jsonl", "turns")),
+        ("gecor-roles", dialogue_items(eval_dir, "gecor_camrest.jsonl", "turns")),
     ]
+
+
+ROLE_DATASETS = ("canard-roles", "gecor-roles")
 
 
 def dump(out: Path, eval_dir: Path, pack_dir=None) -> collections.Counter:
@@ -118,6 +126,8 @@ def dump(out: Path, eval_dir: Path, pack_dir=None) -> collections.Counter:
             record = {"id": key, "message": message, "history": history}
             record.update((f, getattr(d, f)) for f in FIELDS)
             record["span"] = list(d.span) if d.span else None
+            if name in ROLE_DATASETS:
+                record["parts"] = [p.to_dict() for p in d.parts]
             lines.append(json.dumps(record, ensure_ascii=False, sort_keys=False))
             counts[name] += 1
     body = ("\n".join(lines) + "\n").encode("utf-8")
