@@ -339,6 +339,10 @@ _ALL = [
     _c("E321", "usage", "a history item is neither a message string nor a role and content object",
        "{detail}",
        'history items are strings or {"role": "user"|"assistant", "content": "..."}, oldest first'),
+    _c("E322", "usage", "an ingest string holds a NUL character (U+0000)",
+       "{what} at {where} holds a NUL character ({detail}), which the memory does not store",
+       "remove the NUL characters (\\u0000 escapes) from the line; no PostgreSQL text can hold one, so neither "
+       "store accepts them"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}

@@ -195,6 +195,8 @@ class PgWrites(TenantSchema):
     def _delete(self, source: Source, id: str) -> bool:
         self._check_writable()
         table = TABLES[source]
+        if isinstance(id, str) and "\x00" in id:  # no stored id holds a NUL (no PostgreSQL text can): nothing to delete
+            return False
         with self._connection() as conn, conn.transaction():
             # pieces and messages go with their parent (ON DELETE CASCADE), in the same transaction
             gone = conn.execute(self._sql(f"DELETE FROM {{s}}.{table.parent} WHERE id = %s"), [id]).rowcount
