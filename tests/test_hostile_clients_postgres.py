@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from urllib.parse import quote as urlquote
 
 import httpx
@@ -151,6 +152,7 @@ def _crafted(long_name: str) -> str:
 def test_item2_the_tenant_to_schema_mapping_is_injective(names, long_name):
     """Over generated names, long ones, and names crafted like the shortened form: no two share a schema."""
     from cleo_rules.retrieval.pg_names import tenant_of
+    from cleo_rules.retrieval.pg_owners import refusal
 
     crafted = _crafted(long_name)
     everyone = list(dict.fromkeys([*names, long_name, crafted]))
@@ -160,6 +162,11 @@ def test_item2_the_tenant_to_schema_mapping_is_injective(names, long_name):
     for name, schema in zip(everyone, made):
         assert len(schema.encode()) <= 63 and schema.startswith("cleo_")
         assert tenant_of(schema) == name  # the schema gives its tenant back: injective by construction
+        assert refusal("here", schema, name, name) is None  # a schema recording its own tenant opens
+        other = next(n for n in everyone if n != name)  # the long name and its crafted one always differ
+        assert refusal("here", schema, name, other) is not None
+    # the crafted name's schema, made by the earlier code and recording nobody, opens for neither
+    assert refusal("here", schema_name(crafted), crafted, None) is not None
 
 
 # -- item 2: schemas made before owners were recorded ----------------------------------------------
@@ -283,6 +290,46 @@ def test_item2_the_operator_command_refuses_what_it_cannot_do(fresh_db, capsys, 
     code, _, err = cli(capsys, "memory", "tenants", "--db", str(tmp_path))
     assert code == 2 and "lists the tenants of a PostgreSQL database" in err
     assert schemas(fresh_db) == ["cleo_acme", "cleo_beta"]  # nothing moved
+
+
+def test_item2_the_operator_sees_every_status_and_a_role_that_may_not_read_a_schema(fresh_db, capsys):
+    for tenant in ("acme", "beta", "delta", "omega"):
+        with open_store(fresh_db, tenant):
+            pass
+    old = _old_code_store_of(fresh_db, LONG)
+    _forget_owner(fresh_db, "cleo_beta")
+    _forget_owner(fresh_db, "cleo_omega")
+    with admin(fresh_db) as conn:
+        conn.execute("UPDATE cleo_delta.meta SET value = 'Not A Tenant' WHERE key = 'tenant'")
+        conn.execute('ALTER SCHEMA cleo_omega RENAME TO "cleo_Omega"')  # a name no tenant's schema has
+    code, out, err = cli(capsys, "memory", "tenants", "--db", fresh_db, "--json")
+    assert code == 1, err
+    seen = {e["schema"]: (e["status"], e["owner"]) for e in json.loads(out)["schemas"]}
+    assert seen == {"cleo_acme": ("ok", "acme"), "cleo_beta": ("unrecorded", None), old: ("ambiguous", None),
+                    "cleo_delta": ("conflict", "Not A Tenant"), "cleo_Omega": ("orphan", None)}
+    code, _, err = cli(capsys, "memory", "tenants", "--db", fresh_db)
+    assert code == 1 and "cleo_delta: conflict: records 'Not A Tenant' as its tenant, which is no tenant name" in err
+    assert "cleo_beta" not in err  # unrecorded is fine: beta's store records it when next opened for writing
+    role = f"lister_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    with admin(fresh_db) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA cleo_acme TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA cleo_acme TO "{role}"')
+    try:
+        as_role = fresh_db.replace("postgresql://postgres:@", f"postgresql://{role}:@", 1)
+        assert as_role != fresh_db
+        code, out, err = cli(capsys, "memory", "tenants", "--db", as_role, "--json")
+        assert code == 1, err
+        seen = {e["schema"]: e["status"] for e in json.loads(out)["schemas"]}
+        assert seen == {"cleo_acme": "ok", "cleo_beta": "unreadable", old: "unreadable", "cleo_delta": "unreadable",
+                        "cleo_Omega": "unreadable"}
+        code, _, err = cli(capsys, "memory", "tenants", "--db", as_role)
+        assert "cleo_beta: unreadable: permission denied for schema cleo_beta\n" in err
+        assert "a role that may read every tenant's schema" in err and "--adopt" not in err
+    finally:
+        with admin(fresh_db) as conn:
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')
 
 
 # -- item 7: NUL characters ------------------------------------------------------------------------

@@ -351,7 +351,10 @@ def tenants(db, schema, tenant, as_json):
                    + (": " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) if counts else ""))
         for e in attention:
             click.echo(f"{e.schema}: {e.status}: {e.detail}", err=True)
-        if attention:
+        if any(e.status != "unreadable" for e in attention):
             click.echo(f"Give each to its tenant with `{TOOL} --adopt SCHEMA --tenant NAME`.", err=True)
+        if any(e.status == "unreadable" for e in attention):
+            click.echo("Run this as a role that may read every tenant's schema (the database owner) to judge "
+                       "the unreadable ones.", err=True)
     if attention:
         sys.exit(1)

@@ -90,10 +90,14 @@ def refusal(where, schema: str, tenant: str, recorded) -> StoreError | None:
                       "--tenant NAME` gives this one to its tenant", code="E308")
 
 
+_HOLDS_A_STORE = ("SELECT n.nspname FROM pg_namespace AS n JOIN pg_class AS c ON c.relnamespace = n.oid "
+                  "WHERE c.relname = 'meta' AND c.relkind = 'r' AND starts_with(n.nspname, 'cleo_')")
+"""The schemas holding a store, from the catalogue (which every role may read, whatever its rights on them)."""
+
+
 def _recorded(conn, schema: str) -> tuple[bool, str | None]:
     """``(whether schema holds a store, the tenant it records)``."""
-    found = conn.execute("SELECT to_regclass(%s)", [f"{quote(schema)}.meta"]).fetchone()
-    if found is None or found[0] is None:
+    if conn.execute(_HOLDS_A_STORE + " AND n.nspname = %s", [schema]).fetchone() is None:
         return False, None
     row = conn.execute(_in(schema, "SELECT value FROM {s}.meta WHERE key = %s"), [OWNER_KEY]).fetchone()
     return True, (row[0] if row is not None else None)
@@ -109,7 +113,10 @@ def legacy_claim(conn, where, tenant: str) -> StoreError | None:
     old = legacy_schema_name(tenant)
     if old == schema_name(tenant):
         return None
-    exists, recorded = _recorded(conn, old)
+    try:
+        exists, recorded = _recorded(conn, old)
+    except psycopg.errors.InsufficientPrivilege:  # granted to another role: not this tenant's as its roles go
+        return None
     if not exists or (recorded is not None and recorded != tenant):
         return None
     return StoreError(
@@ -149,9 +156,7 @@ def list_schemas(database) -> list[SchemaEntry]:
     A schema this role may not read is listed with status ``unreadable``.
     """
     with database.connection() as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, 'cleo_') "
-            "AND to_regclass(format('%I.meta', nspname)) IS NOT NULL ORDER BY nspname").fetchall()]
+        names = [r[0] for r in conn.execute(_HOLDS_A_STORE + " ORDER BY n.nspname").fetchall()]
         entries = []
         for name in names:
             try:
@@ -161,7 +166,7 @@ def list_schemas(database) -> list[SchemaEntry]:
                                                     "FROM {s}.conversations), (SELECT value FROM {s}.meta WHERE "
                                                     "key = 'created_at')")).fetchone() or (None, None, None)
             except psycopg.Error as exc:
-                entries.append(SchemaEntry(name, None, "unreadable", " ".join(str(exc).split())))
+                entries.append(SchemaEntry(name, None, "unreadable", (str(exc).strip().splitlines() or ["?"])[0]))
                 continue
             status, detail = judge(name, recorded)
             entries.append(SchemaEntry(name, recorded, status, detail, *counts))
