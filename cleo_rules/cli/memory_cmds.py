@@ -277,3 +277,84 @@ def delete(db, conversations, documents):
     click.echo(f"deleted {deleted} item{'s' if deleted != 1 else ''}")
     if missing:
         raise UsageError("not found: " + ", ".join(missing))
+
+
+@memory.command()
+@click.option("--db", "db", required=True, envvar="CLEO_MEMORY_DB", metavar="URL",
+              help="The PostgreSQL database: a postgresql:// URL (a ?tenant= in it is ignored); or set "
+                   "CLEO_MEMORY_DB.")
+@click.option("--adopt", "schema", default=None, metavar="SCHEMA",
+              help="Give SCHEMA to --tenant: record the tenant as its owner, and move it to that tenant's "
+                   "schema name if it has another.")
+@click.option("--tenant", default=None, metavar="NAME", help="The tenant --adopt gives SCHEMA to.")
+@click.option("--json", "as_json", is_flag=True, help="Print the schemas (or what --adopt did) as JSON.")
+def tenants(db, schema, tenant, as_json):
+    """List the tenants' schemas in a PostgreSQL database, the tenant each records, and its status.
+
+    Each tenant's schema records its tenant (OWNER), and a store refuses a
+    schema that records another, or that cannot tell whose it is (E308). The
+    statuses: ok (it records its tenant); unrecorded (made before owners
+    were recorded, its name is one tenant's only: recorded when that
+    tenant's store is next opened for writing); ambiguous (made before
+    owners were recorded, and its name is both a short tenant's and one an
+    earlier cleo-rules cut a long tenant name to); conflict (it records a
+    tenant whose schema is another name); orphan (no record, no tenant's
+    name); unreadable (this role may not read it). Resolve an ambiguous or
+    conflicting schema with --adopt SCHEMA --tenant NAME.
+
+    Exits 1 when a schema needs an operator (any status but ok and
+    unrecorded), 0 when none does, 2 on a usage or database error.
+
+    \b
+    Example:
+      cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo
+      cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo --adopt SCHEMA --tenant acme
+    """
+    from ..extras import is_postgres_url, store_imports
+
+    if not is_postgres_url(db):
+        raise UsageError(f"memory tenants lists the tenants of a PostgreSQL database (--db postgresql://...); "
+                         f"{db!s:.80} is a directory, which holds one store")
+    if (schema is None) != (tenant is None):
+        raise UsageError("--adopt SCHEMA and --tenant NAME go together")
+    with store_imports(db):
+        from ..retrieval.pg_owners import TOOL, adopt, list_schemas
+        from ..retrieval.pg_schema import parse_location
+        from ..retrieval.postgres import Database
+
+    with Database(parse_location(db).url, pool_size=1, read_only=schema is None) as database:
+        if schema is not None:
+            done = adopt(database, schema, tenant)
+            if as_json:
+                click.echo(json.dumps(done, indent=2))
+                return
+            was = f" (it recorded tenant {done['was']})" if done["was"] not in (None, tenant) else ""
+            moved = f", moved to {done['moved_to']}" if done["moved_to"] else ""
+            click.echo(f"schema {schema} is tenant {tenant}'s{moved}{was}")
+            return
+        entries = list_schemas(database)
+        where = database.where
+    attention = [e for e in entries if not e.fine]
+    if as_json:
+        click.echo(json.dumps({"database": where, "schemas": [e.to_dict() for e in entries]}, indent=2))
+    else:
+        rows = [("SCHEMA", "STATUS", "OWNER", "DOCUMENTS", "CONVERSATIONS")] + [
+            (e.schema, e.status, e.owner or "-", "-" if e.documents is None else str(e.documents),
+             "-" if e.conversations is None else str(e.conversations)) for e in entries]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            click.echo("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
+        counts: dict[str, int] = {}
+        for e in entries:
+            counts[e.status] = counts.get(e.status, 0) + 1
+        click.echo(f"{len(entries)} schema{'s' if len(entries) != 1 else ''} in {where}"
+                   + (": " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) if counts else ""))
+        for e in attention:
+            click.echo(f"{e.schema}: {e.status}: {e.detail}", err=True)
+        if any(e.status != "unreadable" for e in attention):
+            click.echo(f"Give each to its tenant with `{TOOL} --adopt SCHEMA --tenant NAME`.", err=True)
+        if any(e.status == "unreadable" for e in attention):
+            click.echo("Run this as a role that may read every tenant's schema (the database owner) to judge "
+                       "the unreadable ones.", err=True)
+    if attention:
+        sys.exit(1)
