@@ -388,14 +388,15 @@ class Matcher:
             return f"the message names {found[0].text!r} before the match"
         people = self.lexicon.get("people", frozenset())
         nouns = self.lexicon.get("nouns", frozenset())
-        low = before.lower()
-        for w in WORD.findall(low):
+        # words are read as the rules read them, in normalised text ("don’t" is one word, as "don't" is);
+        # sentences end where the message as typed has a stop and white space
+        for w in WORD.findall(normalize(before)):
             if w in people:
                 return f"{w!r}, a person, comes before the match"
-        ends = [m.start() for m in re.finditer(r"[.?!]\s", low)]
+        ends = [m.start() for m in re.finditer(r"[.?!]\s", before)]
         cut = ends[-1] if ends else -1
         if cut >= 0:
-            for w in WORD.findall(low[:cut]):
+            for w in WORD.findall(normalize(before[:cut])):
                 if w in nouns and w not in function_words:
                     return f"an earlier sentence of the message names {w!r}"
         return ""
