@@ -39,6 +39,7 @@ from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
 from .shaping import shape
+from . import timed
 from .text import WORD, normalize, original_span, visible_length, word_pattern
 
 __all__ = ["Matcher", "ROLE_PRIORITY"]
@@ -213,17 +214,17 @@ class Matcher:
     def _limited(self, rule_id, method, text):
         """``method(text)`` under the pack's time limit; :class:`_Timeout` names the rule.
 
-        The limit is wall-clock time, so a thread descheduled mid-search on a
-        busy machine can run out of it on a fast pattern. A timed-out search
-        is therefore run once more, and only a second timeout counts: a slow
-        pattern costs at most twice the limit.
+        The limit counts the whole process's CPU time, so a fast pattern can
+        run out of it while other threads work; a timed-out search is run
+        again (:func:`cleo_rules.timed.again`): a slow pattern costs at most
+        twice the limit, and inside a gate only a reproducible timeout counts.
         """
         try:
             return method(text, timeout=self._timeout)
         except TimeoutError:
             pass
         try:
-            return method(text, timeout=self._timeout)
+            return timed.again(method, text, self._timeout)
         except TimeoutError:
             raise _Timeout(rule_id) from None
 
