@@ -347,9 +347,9 @@ def document(settings, *, keys: bool) -> dict:
         "info": {"title": "cleo-rules", "version": version,
                  "description": "Decide, before retrieval, what an assistant with memory should search for on "
                                 "each user turn; run turns against each tenant's memory. "
-                                + ("Every request's Host must name this machine or an allowed host; " if
+                                + ("Every request's Host must name this machine or an allowed host. " if
                                    not keys or settings.allowed_hosts else "")
-                                + "a request that changes something and carries an Origin must come from this "
+                                + "A request that changes something and carries an Origin must come from this "
                                   "service's own origin (403 otherwise)."},
         "paths": paths,
         "components": components,
