@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import timed
 from .corpus.files import default_corpus_dir
 from .corpus.report import Report
 from .corpus.run import run_corpus
@@ -91,12 +92,15 @@ def verify(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
     Without ``corpus_dir`` the corpus is ``corpus/`` beside the pack
     directory, run when it exists (a pack without one is judged by its
     examples alone); a ``corpus_dir`` given is always run (a missing one is a
-    problem, E203). ``corpus=False`` judges the examples only.
+    problem, E203). ``corpus=False`` judges the examples only. A search that
+    runs out of time counts only when it does so reproducibly
+    (:func:`cleo_rules.timed.patient`), never because the process was busy.
     """
-    problems = tuple(find_example_problems(pack))
-    report = None
-    if corpus:
-        where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
-        if corpus_dir is not None or where.is_dir():
-            report = run_corpus(pack, where)
+    with timed.patient():  # a search that ran out of time only because the process was busy is no verdict
+        problems = tuple(find_example_problems(pack))
+        report = None
+        if corpus:
+            where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
+            if corpus_dir is not None or where.is_dir():
+                report = run_corpus(pack, where)
     return Verdict(problems, report)
