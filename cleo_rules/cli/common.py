@@ -55,8 +55,8 @@ def pack_line(pack, found) -> str:
 
 
 def pack_record(pack, found) -> dict:
-    """The pack used, for ``--json``."""
-    return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **found.to_dict()}
+    """The pack used, for ``--json`` (:meth:`~cleo_rules.pack.sources.FoundPack.record`)."""
+    return found.record(pack)
 
 
 def load_lenient(found, *, quiet: bool = False):
