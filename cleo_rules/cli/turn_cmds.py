@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from ..shaping import render
+from ..shaping import as_follow_up
 from .common import EXIT_CODES_HELP, PACK_HELP, error_line, find, history_error, pack_line, pack_record, stream_lines
 
 
@@ -233,15 +233,12 @@ def demo(db, k, pack, show_context, compare):
             click.echo(f"Replaying {len(rows)} turns with pack {pack_line(pack_obj, found)}, k={k}\n", err=True)
             width = min(shutil.get_terminal_size((100, 20)).columns, 110)
             recall = Recall(store, pack_obj, k=k)
-            history: list[str] = []
-            last_substantive = None
+            history: list[str] = []  # the user's messages: the replies are for reading only
             for n, row in enumerate(rows, 1):
                 t = recall.turn(row["message"], history)
                 _print_turn(n, t, width=width, context=show_context, reply=row.get("assistant"),
-                            compare=_comparison(store, pack_obj, t, last_substantive, k) if compare else None)
+                            compare=_comparison(store, pack_obj, t, history, k) if compare else None)
                 history.append(row["message"])
-                if t.kind == "substantive":
-                    last_substantive = row["message"]
         click.echo(f"Done in {time.perf_counter() - started:.1f} s.", err=True)
         if tmp is None:
             click.echo(f"The memory and its traces are kept in {db}. Try:\n"
@@ -251,17 +248,20 @@ def demo(db, k, pack, show_context, compare):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _comparison(store, pack, t, last_substantive: str | None, k: int):
+def _comparison(store, pack, t, history, k: int):
     """What the other choice would have recalled: ``(label, results)`` or ``None``.
 
     A combined follow-up is compared with its raw message searched as typed;
-    a correction with the query combining would have given.
+    a correction with the query the library would have shaped for it as a
+    follow-up (:func:`cleo_rules.shaping.as_follow_up`), when there is
+    anything to combine it with.
     """
     if t.decision.anchor:
         return "searched as typed", store.search(t.decision.message, k=k).results
-    if t.kind == "correction" and last_substantive:
-        combined = render(pack.settings.combine, anchor=last_substantive, message=t.decision.message)
-        return "combined with the earlier message", store.search(combined, k=k).results
+    if t.kind == "correction":
+        query, parts, _ = as_follow_up(pack, t.decision.message, history)
+        if any(part.name != "message" for part in parts):
+            return "combined with the earlier message", store.search(query, k=k).results
     return None
 
 
