@@ -11,8 +11,8 @@ import sys
 import click
 
 from .common import (
-    EXIT_CODES_HELP, error_line, find, history_error, history_items, history_option, load_lenient, pack_line, pack_option,
-    pack_record, stream_lines,
+    EXIT_CODES_HELP, error_line, find, history_error, history_option, load_lenient, pack_line, pack_option, pack_record,
+    stream_lines,
 )
 
 FORMAT_HELP = ("Output: text (for people), json (one document), sarif (SARIF 2.1.0 for code scanning), "
@@ -184,7 +184,7 @@ def classify(message, history, pack_dir, jsonl, as_json):
     found = find(pack_dir)
     pack, _ = load_lenient(found)
     if message is not None:
-        decision = pack.classify(message, history_items(history))
+        decision = pack.classify(message, history)
         click.echo(json.dumps(_record(decision, found), ensure_ascii=False) if as_json else _human(decision, pack, found))
         return
     failed = 0
@@ -224,7 +224,7 @@ def explain(message, history, pack_dir, as_json):
     """
     found = find(pack_dir)
     pack, failing = load_lenient(found)
-    ex = pack.explain(message, history_items(history))
+    ex = pack.explain(message, history)
     if as_json:
         doc = ex.to_dict()
         doc["pack"] = pack_record(pack, found)
