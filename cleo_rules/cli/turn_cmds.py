@@ -1,8 +1,10 @@
 """``cleo-rules turn``, ``cleo-rules demo`` and ``cleo-rules relevance``.
 
-Thin click wrappers over :mod:`cleo_rules.turn` and :mod:`cleo_rules.relevance`.
-Library errors are :class:`~cleo_rules.errors.CleoError` and become
-``Error: ...`` with exit code 1 in :func:`cleo_rules.cli.main`.
+Thin click wrappers over :mod:`cleo_rules.turn` and :mod:`cleo_rules.relevance`;
+the store is ``--db`` (or ``$CLEO_MEMORY_DB``), opened by :mod:`.store`, and
+``-H`` is the history option every command shares. Library errors are
+:class:`~cleo_rules.errors.CleoError` and become ``Error: ...`` with the exit
+code of their category in :func:`cleo_rules.cli.main`.
 """
 
 from __future__ import annotations
