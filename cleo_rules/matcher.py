@@ -146,7 +146,7 @@ class Matcher:
     """
 
     def __init__(self, settings, vocab_sets, follow_ups, corrections, identity, *, referent_rules=(),
-                 lexicon=None, referent_words=None):
+                 lexicon=None, referent_words=None, requirements=None):
         self.settings = settings
         self.lexicon = dict(lexicon or {})
         common = self.lexicon.get("common", frozenset())
@@ -203,7 +203,9 @@ class Matcher:
         self._ref_start = len(self._patterns)
         # follow-up patterns from this index on are tried after the vocabulary test
         self._late = len(self.corrections) + sum(1 for r in self.follow_ups if not r.after_vocabulary)
-        self._index = LiteralIndex([_requirements(r) for r in self._patterns + self.referents.rules])
+        tried = self._patterns + self.referents.rules  # requirements are given when read back from the pack cache
+        self.requirements = tuple(_requirements(r) for r in tried) if requirements is None else tuple(requirements)
+        self._index = LiteralIndex(self.requirements)
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kinds = _KindCache(self.kind_of, settings.min_chars, settings.max_scan_chars)
