@@ -271,14 +271,21 @@ def _read_hand(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]
     return cf, problems
 
 
+def corpus_files(corpus_dir: Path) -> tuple[list[Path], list[Path]]:
+    """``(hand_written, generated)``: the files :func:`read_dir` reads, in the order it reads them."""
+    if not corpus_dir.is_dir():
+        return [], []
+    gdir = corpus_dir / GENERATED_DIR
+    return sorted(corpus_dir.glob("*.y*ml")), sorted(gdir.glob("*.yaml")) if gdir.is_dir() else []
+
+
 def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list[Problem]]:
     """``(hand_written, generated, problems)`` for a corpus directory (missing: all empty)."""
     hand: list[CorpusFile] = []
     gen: list[CorpusFile] = []
     problems: list[Problem] = []
-    if not corpus_dir.is_dir():
-        return hand, gen, problems
-    for path in sorted(corpus_dir.glob("*.y*ml")):
+    hand_files, generated_files = corpus_files(corpus_dir)
+    for path in hand_files:
         if (away := _outside(corpus_dir, path)) is not None:
             problems.append(away)
             continue
@@ -286,14 +293,12 @@ def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list
         problems += found
         if cf is not None:
             hand.append(cf)
-    gdir = corpus_dir / GENERATED_DIR
-    if gdir.is_dir():
-        for path in sorted(gdir.glob("*.yaml")):
-            if (away := _outside(corpus_dir, path)) is not None:
-                problems.append(away)
-                continue
-            cf, found = _read_generated(path, display(path))
-            problems += found
-            if cf is not None:
-                gen.append(cf)
+    for path in generated_files:
+        if (away := _outside(corpus_dir, path)) is not None:
+            problems.append(away)
+            continue
+        cf, found = _read_generated(path, display(path))
+        problems += found
+        if cf is not None:
+            gen.append(cf)
     return hand, gen, problems

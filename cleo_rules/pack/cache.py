@@ -53,12 +53,15 @@ from .load import MAX_FILE_BYTES, MAX_FILES, parse_yaml, resolve_member
 from .model import Pack
 from .snapshot import FORMAT, Unstorable, from_data, to_data
 
-__all__ = ["ENV", "MAX_ENTRIES", "Store", "compiled", "environment", "inputs", "key", "location"]
+__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "inputs", "key",
+           "location"]
 
 log = logging.getLogger("cleo_rules")
 
 ENV = "CLEO_RULES_CACHE"
-MAX_ENTRIES = 32
+#: what an entry holds: a compiled pack, or the serving gate's acceptance of a pack and its corpus
+KINDS = ("pack", "gate")
+MAX_ENTRIES = 32  # of each kind
 MAX_ENTRY_BYTES = 256 << 20
 _OFF = frozenset({"off", "0", "no", "false", "none"})
 _MAGIC = b"cleo-rules compiled pack\n"
@@ -107,6 +110,12 @@ def _read(path: Path) -> bytes | None:
 
 def _digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a regular file within the loader's size bound (links followed), or None."""
+    raw = _read(path)
+    return None if raw is None else _digest(raw)
 
 
 def inputs(pack_dir: Path, manifest_path: Path) -> list[tuple[str, str, str]] | None:
@@ -181,12 +190,15 @@ def environment() -> dict[str, str]:
             "jsonschema": _dist_version("jsonschema", "jsonschema")}
 
 
-def key(pack_dir: Path, manifest_path: Path) -> str | None:
-    """The cache key of the pack in ``pack_dir``; None when it cannot be cached (see :func:`inputs`)."""
+def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str | None:
+    """The cache key of the pack in ``pack_dir``; None when it cannot be cached (see :func:`inputs`).
+
+    ``more`` adds inputs of an entry about the pack (the gate's: its corpus files).
+    """
     found = inputs(pack_dir, manifest_path)
     if found is None:
         return None
-    text = json.dumps([environment(), found], sort_keys=True)
+    text = json.dumps([environment(), found] + ([more] if more is not None else []), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -265,15 +277,17 @@ class Store:
             except OSError:
                 pass
 
-    def path(self, key: str) -> Path:
-        return self.root / f"pack-{key}.json"
+    def path(self, key: str, kind: str = "pack") -> Path:
+        return self.root / f"{kind}-{key}.json"
 
-    def _mac(self, key: str, payload: bytes) -> bytes:
-        return hmac.new(self._secret, key.encode() + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+    def _mac(self, kind: str, key: str, payload: bytes) -> bytes:
+        signed = f"{kind}-{key}\n".encode() + payload
+        return hmac.new(self._secret, signed, hashlib.sha256).hexdigest().encode()
 
-    def read(self, key: str) -> dict | None:
-        """The entry stored under ``key``, or None when there is none or it is not exactly what was written."""
-        path = self.path(key)
+    def read(self, key: str, kind: str = "pack") -> dict | None:
+        """The entry of ``kind`` (one of :data:`KINDS`) stored under ``key``, or None when there is none or it is
+        not exactly what was written."""
+        path = self.path(key, kind)
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
@@ -288,7 +302,7 @@ class Store:
             return None
         head, mac, payload = blob[:len(_MAGIC)], blob[len(_MAGIC):len(_MAGIC) + 64], blob[len(_MAGIC) + 65:]
         if head != _MAGIC or blob[len(_MAGIC) + 64:len(_MAGIC) + 65] != b"\n" or \
-                not hmac.compare_digest(mac, self._mac(key, payload)):
+                not hmac.compare_digest(mac, self._mac(kind, key, payload)):
             return None
         try:
             doc = json.loads(payload)
@@ -302,14 +316,14 @@ class Store:
             pass
         return doc
 
-    def write(self, key: str, doc: dict) -> None:
+    def write(self, key: str, doc: dict, kind: str = "pack") -> None:
         """Store ``doc`` under ``key``: a whole new entry appears at once, or nothing changes."""
         payload = json.dumps(doc, separators=(",", ":")).encode("ascii")
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.root)  # mode 0600
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(_MAGIC + self._mac(key, payload) + b"\n" + payload)
-            os.replace(tmp, self.path(key))
+                fh.write(_MAGIC + self._mac(kind, key, payload) + b"\n" + payload)
+            os.replace(tmp, self.path(key, kind))
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -319,8 +333,9 @@ class Store:
         self._prune()
 
     def _prune(self) -> None:
-        """Keep the :data:`MAX_ENTRIES` most recently used entries; remove a crashed writer's temporary files."""
-        entries = []
+        """Keep the :data:`MAX_ENTRIES` most recently used entries of each kind; remove a crashed writer's
+        temporary files."""
+        entries: dict[str, list] = {kind: [] for kind in KINDS}
         now = time.time()
         try:
             names = os.listdir(self.root)
@@ -330,17 +345,19 @@ class Store:
             full = self.root / name
             try:
                 mtime = full.stat().st_mtime
+                kind = name.split("-", 1)[0]
                 if name.startswith(".tmp-") and now - mtime > _STALE_TEMP:
                     full.unlink()
-                elif name.startswith("pack-") and name.endswith(".json"):
-                    entries.append((mtime, name))
+                elif kind in entries and name.endswith(".json"):
+                    entries[kind].append((mtime, name))
             except OSError:
                 continue
-        for _, name in sorted(entries)[:-MAX_ENTRIES]:
-            try:
-                (self.root / name).unlink()
-            except OSError:
-                pass
+        for found in entries.values():
+            for _, name in sorted(found)[:-MAX_ENTRIES]:
+                try:
+                    (self.root / name).unlink()
+                except OSError:
+                    pass
 
 
 # -- the compile, through the cache ------------------------------------------------------------------------
