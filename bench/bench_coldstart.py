@@ -12,7 +12,12 @@ its first ``200`` on ``/readyz``):
 
 The baseline is a checkout of the code before (``--baseline``, default
 ``/work/baseline``), imported first on ``sys.path`` by the same interpreter,
-so both use the same installed dependencies. This checkout runs with its
+so both use the same installed dependencies. Both run with their bytecode
+cached, as an installed package has it (in a directory of the benchmark's
+own, ``PYTHONPYCACHEPREFIX``, filled by an untimed first run, so no checkout
+is written to); ``--source-only`` runs them as an environment with
+``PYTHONDONTWRITEBYTECODE=1`` and no bytecode does, every module compiled
+from source in every process. This checkout runs with its
 compiled-pack cache warm (filled before the first timed run), cold (a new
 empty cache directory every run: it compiles and writes the cache) and off
 (``CLEO_RULES_CACHE=off``). Every command runs in a neutral working
@@ -22,7 +27,7 @@ time (user + system, from ``resource.getrusage(RUSAGE_CHILDREN)``; for
 ``serve``, from ``/proc`` when ``/readyz`` first answers) and of wall time,
 with each figure's ratio to the baseline's.
 
-Usage: python bench/bench_coldstart.py [--runs N] [--baseline DIR] [--only classify|check|serve ...]
+Usage: python bench/bench_coldstart.py [--runs N] [--baseline DIR] [--only classify|check|serve ...] [--source-only]
 """
 
 from __future__ import annotations
@@ -119,6 +124,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", type=Path, default=Path("/work/baseline"))
     ap.add_argument("--only", nargs="*", choices=["classify", "check", "serve"])
+    ap.add_argument("--source-only", action="store_true", help="no bytecode cache: every module compiled from source")
     args = ap.parse_args()
     commands = args.only or ["classify", "check", "serve"]
 
@@ -126,8 +132,13 @@ def main() -> None:
     neutral = work / "cwd"
     neutral.mkdir()
     warm_cache = work / "warm-cache"
-    base_env = {k: v for k, v in os.environ.items() if k not in ("CLEO_RULES_PACK", "CLEO_RULES_CACHE")}
+    drop = ("CLEO_RULES_PACK", "CLEO_RULES_CACHE", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    base_env = {k: v for k, v in os.environ.items() if k not in drop}
     base_env["HF_HUB_OFFLINE"] = "1"
+    if args.source_only:
+        base_env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        base_env["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")
     variants = {  # name -> (checkout, cache setting: a directory, "off", or "fresh" for a new one every run)
         "baseline": (args.baseline, "off"),
         "new, cache warm": (ROOT, str(warm_cache)),
@@ -147,8 +158,13 @@ def main() -> None:
     try:
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; baseline {args.baseline}, new {ROOT}; "
-              f"{args.runs} runs each, interleaved\n")
-        run_command(_launcher(ROOT) + list(COMMANDS["classify"]), env_for(str(warm_cache)), neutral)  # fills it
+              f"{args.runs} runs each, interleaved")
+        bytecode = "compiled from source in every process" if args.source_only else "bytecode cached"
+        print(f"modules: {bytecode}\n")
+        for checkout in (args.baseline, ROOT):  # untimed: writes the bytecode; fills the warm cache
+            run_command(_launcher(checkout) + list(COMMANDS["check"]), env_for(str(warm_cache)), neutral)
+            if "serve" in commands:
+                run_serve(_launcher(checkout), env_for(str(warm_cache)), neutral)
         figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(args.runs):
             for command in commands:
@@ -175,6 +191,8 @@ def main() -> None:
                 print(f"{command:<9} {name:<17} {cpu:7.3f} {cpu / base_cpu:6.2f}x {wall:7.3f} {wall / base_wall:6.2f}x"
                       f"   ({lo:.3f}..{hi:.3f}) {what}")
             print()
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"(wall time grows with it; CPU time far less)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -70,10 +70,10 @@ _STALE_TEMP = 3600.0  # seconds after which a temporary file is a crashed writer
 _warned: set[str] = set()
 
 
-def _warn_once(message: str) -> None:
+def _warn_once(message: str, level: int = logging.WARNING) -> None:
     if message not in _warned:
         _warned.add(message)
-        log.warning("%s; packs are compiled without the cache", message)
+        log.log(level, "%s; packs are compiled without the cache", message)
 
 
 def location() -> Path | None:
@@ -228,7 +228,7 @@ class Store:
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = root.stat()
         except OSError as exc:
-            _warn_once(f"the pack cache {root} cannot be created: {exc.strerror or exc}")
+            _warn_once(f"the pack cache {root} cannot be created: {exc.strerror or exc}", logging.INFO)
             return None
         if not stat.S_ISDIR(st.st_mode) or not _private(st, 0o022):
             _warn_once(f"the pack cache {root} is not a directory only its owner may write to")
