@@ -472,6 +472,18 @@ def test_a_cache_that_is_not_private_is_not_used(what, mini, cache_dir, compiles
     assert [r.getMessage() for r in caplog.records if "pack cache" in r.getMessage()] != []
 
 
+def test_without_hard_links_the_secret_is_still_made_once_and_private(mini, cache_dir, compiles, monkeypatch):
+    def no_links(src, dst, *args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    compile_pack(mini, check_examples=False)
+    secret = _secret(cache_dir)
+    assert len(secret) == 32 and (cache_dir / "key").stat().st_mode & 0o777 == 0o600
+    compile_pack(mini, check_examples=False)
+    assert len(compiles) == 1 and _secret(cache_dir) == secret and not list(cache_dir.glob(".tmp-*"))
+
+
 def test_entries_are_pruned_least_recently_used_first(mini, cache_dir, compiles, monkeypatch):
     monkeypatch.setattr(cache, "MAX_ENTRIES", 2)
 

@@ -19,7 +19,9 @@ compiled as usual and not cached, so every error is found and placed by the
 compiler, as without a cache; a pack that does not compile is never written.
 
 **An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
-nothing that can run code), written to a temporary file in the directory and
+nothing that can run code), or the serving gate's acceptance of a pack and its
+corpus (:func:`cleo_rules.runtime.accept`, whose key adds every corpus
+file), written to a temporary file in the directory and
 renamed over the entry (``os.replace``), so a reader sees a whole entry or
 none, whatever other processes do. Each entry carries an HMAC-SHA256 of its
 key and contents under a secret of 32 random bytes kept in the directory
@@ -162,6 +164,7 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def _dist_version(dist: str, module: str) -> str:
     """The installed version of ``dist`` (whose top-level module is ``module``), without importing either."""
     import importlib.util
@@ -261,16 +264,25 @@ class Store:
     @staticmethod
     def _make_secret(root: Path, path: Path) -> None:
         """Write a new secret, whole, unless another process has just written one (which is then used)."""
+        secret = secrets.token_bytes(32)
         try:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-key-", dir=root)  # mode 0600
         except OSError:
             return
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(secrets.token_bytes(32))
-            os.link(tmp, path)  # never replaces a secret another process made
-        except OSError:
+                fh.write(secret)
+            os.link(tmp, path)  # appears whole, and never replaces a secret another process made
+        except FileExistsError:
             pass
+        except OSError:  # a file system without hard links: created exclusively, then written
+            try:
+                made = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except OSError:
+                pass
+            else:
+                with os.fdopen(made, "wb") as fh:
+                    fh.write(secret)
         finally:
             try:
                 os.unlink(tmp)
