@@ -19,9 +19,10 @@ compiled as usual and not cached, so every error is found and placed by the
 compiler, as without a cache; a pack that does not compile is never written.
 
 **An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
-nothing that can run code), or the serving gate's acceptance of a pack and its
-corpus (:func:`cleo_rules.runtime.accept`, whose key adds every corpus
-file), written to a temporary file in the directory and
+nothing that can run code); the corpus its templates generate, under the
+same key (:mod:`cleo_rules.corpus.cached`); or the serving gate's acceptance
+of a pack and its corpus (:func:`cleo_rules.runtime.accept`, whose key adds
+every corpus file). Each is written to a temporary file in the directory and
 renamed over the entry (``os.replace``), so a reader sees a whole entry or
 none, whatever other processes do. Each entry carries an HMAC-SHA256 of its
 key and contents under a secret of 32 random bytes kept in the directory
@@ -43,7 +44,9 @@ import secrets
 import stat
 import sys
 import tempfile
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,13 +59,13 @@ from .model import Pack
 from .snapshot import FORMAT, Unstorable, from_data, to_data
 
 __all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "inputs", "key",
-           "location"]
+           "key_of", "location"]
 
 log = logging.getLogger("cleo_rules")
 
 ENV = "CLEO_RULES_CACHE"
-#: what an entry holds: a compiled pack, or the serving gate's acceptance of a pack and its corpus
-KINDS = ("pack", "gate")
+#: what an entry holds: a compiled pack, the corpus its templates generate, or the serving gate's acceptance
+KINDS = ("pack", "corpus", "gate")
 MAX_ENTRIES = 32  # of each kind
 MAX_ENTRY_BYTES = 256 << 20
 _OFF = frozenset({"off", "0", "no", "false", "none"})
@@ -70,6 +73,8 @@ _MAGIC = b"cleo-rules compiled pack\n"
 _SECRET = "key"
 _STALE_TEMP = 3600.0  # seconds after which a temporary file is a crashed writer's
 _warned: set[str] = set()
+_keys: weakref.WeakKeyDictionary[Pack, str] = weakref.WeakKeyDictionary()  # see key_of
+_keys_lock = threading.Lock()
 
 
 def _warn_once(message: str, level: int = logging.WARNING) -> None:
@@ -389,13 +394,31 @@ def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -
     doc = store.read(wanted)
     if doc is not None:
         try:
-            return from_data(doc, pack_dir, manifest_path)
+            return _known(from_data(doc, pack_dir, manifest_path), wanted)
         except Exception as exc:  # noqa: BLE001 - an entry this version cannot read is compiled again
             log.debug("pack cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
     pack = compile()
     if key(pack_dir, manifest_path) == wanted:
+        _known(pack, wanted)
         try:
             store.write(wanted, to_data(pack))
         except (OSError, Unstorable, ValueError, TypeError) as exc:
             log.debug("pack cache entry %s not written: %s: %s", wanted, type(exc).__name__, exc)
     return pack
+
+
+def _known(pack: Pack, wanted: str) -> Pack:
+    with _keys_lock:
+        _keys[pack] = wanted
+    return pack
+
+
+def key_of(pack: Pack) -> str | None:
+    """The key of the files ``pack`` was compiled from (or read back for), when it came through
+    :func:`compiled` in this process and they did not change meanwhile; else None.
+
+    What is worked out from the pack alone (the corpus its templates
+    generate) may be stored under it, as an entry of another kind.
+    """
+    with _keys_lock:
+        return _keys.get(pack)

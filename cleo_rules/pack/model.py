@@ -145,7 +145,8 @@ class Pack:
 
     __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings",
                  "vocab_sets", "follow_ups", "corrections", "context", "slots", "slots_seed", "referent_rules",
-                 "lexicon", "referent_words", "manifest", "sources", "_by_file", "_by_id", "_matcher", "_frozen")
+                 "lexicon", "referent_words", "manifest", "sources", "_by_file", "_by_id", "_matcher", "_frozen",
+                 "__weakref__")
 
     def __init__(self, *, name, version, locale, description, path, content_hash, settings,
                  vocab_sets, follow_ups, corrections, context, slots, slots_seed, referent_rules=(),
