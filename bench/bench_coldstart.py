@@ -127,6 +127,8 @@ def main() -> None:
     ap.add_argument("--source-only", action="store_true", help="no bytecode cache: every module compiled from source")
     args = ap.parse_args()
     commands = args.only or ["classify", "check", "serve"]
+    if not (args.baseline / "cleo_rules" / "__init__.py").is_file():
+        raise SystemExit(f"no checkout of cleo-rules at {args.baseline}: give --baseline DIR")
 
     work = Path(tempfile.mkdtemp(prefix="cleo-coldstart-"))
     neutral = work / "cwd"
