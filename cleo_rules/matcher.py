@@ -147,7 +147,7 @@ class Matcher:
     """
 
     def __init__(self, settings, vocab_sets, follow_ups, corrections, identity, *, referent_rules=(),
-                 lexicon=None, referent_words=None):
+                 lexicon=None, referent_words=None, requirements=None):
         self.settings = settings
         self.lexicon = dict(lexicon or {})
         common = self.lexicon.get("common", frozenset())
@@ -204,7 +204,8 @@ class Matcher:
         self._ref_start = len(self._patterns)
         # follow-up patterns from this index on are tried after the vocabulary test
         self._late = len(self.corrections) + sum(1 for r in self.follow_ups if not r.after_vocabulary)
-        self._index = LiteralIndex([_requirements(r) for r in self._patterns + self.referents.rules])
+        self.requirements = tuple(requirements or map(_requirements, self._patterns + self.referents.rules))
+        self._index = LiteralIndex(self.requirements)  # requirements are given by a pack read from the cache
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kinds = _KindCache(self.kind_of, settings.min_chars, settings.max_scan_chars)
@@ -244,7 +245,6 @@ class Matcher:
             if self._limited(self.vocab_sets[index].id, rx.fullmatch, token):
                 return index
         return None
-
 
     def _cover(self, tokens, stop_at_gap: bool = False):
         """Greedy longest-phrase cover of ``tokens``.

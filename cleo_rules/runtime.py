@@ -11,7 +11,8 @@ swaps in a new one only after it passes :func:`accept`, the single gate:
    checked-in corpus (``corpus/`` beside the pack directory, when it has one).
    Without a corpus only the examples judge the pack (a rule file cut short
    at a rule boundary still passes): :meth:`PackManager.status` and the log
-   say so (:data:`NO_CORPUS`).
+   say so (:data:`NO_CORPUS`). An acceptance is remembered by the content of
+   every file judged, so the same pack and corpus start serving at once.
 
 A pack that fails any step is rejected: the reasons are logged on the
 ``cleo_rules`` logger, kept in :attr:`PackManager.last_error`, and the
@@ -39,8 +40,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus.files import corpus_dir_of
+from .corpus.files import corpus_dir_of, corpus_files
 from .errors import CleoError, PackError
+from .pack import cache
 from .pack.compile import load_pack
 from .pack.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
@@ -73,12 +75,47 @@ def accept(pack_dir, *, require=None) -> Pack:
     example or case, stale generated file or corpus problem rejects the pack.
     Raises :class:`~cleo_rules.errors.PackError` (or a subclass) listing the
     reasons, or :class:`~cleo_rules.errors.PackNotFound`.
+
+    An acceptance is remembered in the compiled-pack cache
+    (:mod:`cleo_rules.pack.cache`) under a key over every file of the pack and
+    of its corpus, the code and the libraries: the very same pack and corpus
+    are accepted again, by any process, without running the corpus; a
+    refusal is never remembered.
     """
+    before = _verdict_key(pack_dir)
     pack = load_pack(Path(pack_dir), check_examples=False, require=require)
+    store = cache.Store.open() if before is not None else None
+    if store is not None and _verdict_key(pack_dir) == before:  # the pack loaded is the one keyed
+        if store.read(str(before), kind="gate") == {"accepted": pack.content_hash}:
+            return pack
     errors = verify(pack).errors()
     if errors:
         raise PackError(errors, pack=str(pack_dir))
+    if store is not None and _verdict_key(pack_dir) == before:  # nothing changed while it was judged
+        try:
+            store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
+        except OSError:
+            pass
     return pack
+
+
+def _verdict_key(pack_dir) -> str | None:
+    """What the gate's verdict on the pack in ``pack_dir`` rests on, as a cache key: every input of the compiled
+    pack (:func:`cleo_rules.pack.cache.key`) and every file of its corpus; None when one cannot be vouched for
+    (a link, a file that cannot be read or is over the size bound: the gate then judges it, and says why)."""
+    path = Path(pack_dir)
+    manifest = path / MANIFEST if path.is_dir() else path
+    if resolve_member(manifest.parent, manifest.name) is None:
+        return None
+    corpus = corpus_dir_of(manifest.parent)
+    hand, generated = corpus_files(corpus)
+    found = []
+    for file in hand + generated:
+        digest = None if file.is_symlink() else cache.file_digest(file)
+        if digest is None:
+            return None
+        found.append((file.relative_to(corpus).as_posix(), digest))
+    return cache.key(manifest.parent, manifest, more=["gate", corpus.is_dir(), found])
 
 
 # --------------------------------------------------------------------------

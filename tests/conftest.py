@@ -7,12 +7,18 @@ so ``pytest -m "not model"`` runs the fast part of the suite.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# the compiled-pack cache of this run (and of the commands it starts): never the developer's own
+os.environ["CLEO_RULES_CACHE"] = _CACHE = tempfile.mkdtemp(prefix="cleo-rules-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

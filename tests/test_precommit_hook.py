@@ -48,6 +48,7 @@ def commit(repo, message):
 def env_for(home: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRE_COMMIT", "CLEO_RULES", "VIRTUAL_ENV"))}
     env["PRE_COMMIT_HOME"] = str(home)
+    env["CLEO_RULES_CACHE"] = str(home / "pack-cache")  # never the user's own compiled-pack cache
     return env
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Problem
@@ -146,10 +146,11 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
             item = json.loads(line[4:])
         except (ValueError, RecursionError):  # read again as YAML, which says where and why
             return None
-        case, found = _case(item, shown, number + 1, pointer_join("/cases", len(cf.cases)), generated=True)
+        case, found = _case(item, shown, number + 1, pointer_join("/cases", len(cf.cases)), generated=True,
+                            group=group)
         if found or case is None:
             return None
-        cf.cases.append(replace(case, group=group))
+        cf.cases.append(case)
     return cf
 
 
@@ -189,13 +190,14 @@ def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Pro
     if not isinstance(cases, list):
         return None, [problem("E210", "`cases:` is not a list", shown, src.where("/cases")[0], 1,
                               help=help, rank=1)]
-    group = header.get("rule") if isinstance(header, dict) and header.get("rule") else CROSS
+    named = header.get("rule") if isinstance(header, dict) else None
+    group = named if named else CROSS
     for i, item in enumerate(cases):
         ptr = pointer_join("/cases", i)
-        case, found = _case(item, shown, src.where(ptr)[0], ptr, generated=True)
+        case, found = _case(item, shown, src.where(ptr)[0], ptr, generated=True, group=group)
         problems += found
         if case is not None:
-            cf.cases.append(replace(case, group=group))
+            cf.cases.append(case)
     return cf, problems
 
 
@@ -210,8 +212,9 @@ def _outside(corpus_dir: Path, path: Path) -> Problem | None:
                    help="copy the cases into the corpus directory; nothing outside it is read", rank=1)
 
 
-def _case(item, shown: str, line: int, pointer: str, *, generated: bool) -> tuple[Case | None, list[Problem]]:
-    """Build a :class:`Case` from one mapping; structural checks only (the schema does the rest)."""
+def _case(item, shown: str, line: int, pointer: str, *, generated: bool,
+          group: str = HAND) -> tuple[Case | None, list[Problem]]:
+    """Build a :class:`Case` of ``group`` from one mapping; structural checks only (the schema does the rest)."""
     help = "regenerate it with `cleo-rules corpus build`" if generated else "see schemas/corpus.schema.json"
     if not isinstance(item, dict):
         return None, [problem("E211", "a case must be a mapping", shown, line, 1, pointer=pointer, help=help, rank=2)]
@@ -249,7 +252,7 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool) -> tupl
                 not_rules=tuple(str(n) for n in nots), history=tuple(turns),
                 anchor=item.get("anchor") if isinstance(item.get("anchor"), str) else None,
                 query=item.get("query") if isinstance(item.get("query"), str) else None,
-                group=HAND, generated=generated, file=shown, line=line,
+                group=group, generated=generated, file=shown, line=line,
                 referent=referent if isinstance(referent, str) else None, has_referent="referent" in item), []
 
 
@@ -271,14 +274,21 @@ def _read_hand(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]
     return cf, problems
 
 
+def corpus_files(corpus_dir: Path) -> tuple[list[Path], list[Path]]:
+    """``(hand_written, generated)``: the files :func:`read_dir` reads, in the order it reads them."""
+    if not corpus_dir.is_dir():
+        return [], []
+    gdir = corpus_dir / GENERATED_DIR
+    return sorted(corpus_dir.glob("*.y*ml")), sorted(gdir.glob("*.yaml")) if gdir.is_dir() else []
+
+
 def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list[Problem]]:
     """``(hand_written, generated, problems)`` for a corpus directory (missing: all empty)."""
     hand: list[CorpusFile] = []
     gen: list[CorpusFile] = []
     problems: list[Problem] = []
-    if not corpus_dir.is_dir():
-        return hand, gen, problems
-    for path in sorted(corpus_dir.glob("*.y*ml")):
+    hand_files, generated_files = corpus_files(corpus_dir)
+    for path in hand_files:
         if (away := _outside(corpus_dir, path)) is not None:
             problems.append(away)
             continue
@@ -286,14 +296,12 @@ def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list
         problems += found
         if cf is not None:
             hand.append(cf)
-    gdir = corpus_dir / GENERATED_DIR
-    if gdir.is_dir():
-        for path in sorted(gdir.glob("*.yaml")):
-            if (away := _outside(corpus_dir, path)) is not None:
-                problems.append(away)
-                continue
-            cf, found = _read_generated(path, display(path))
-            problems += found
-            if cf is not None:
-                gen.append(cf)
+    for path in generated_files:
+        if (away := _outside(corpus_dir, path)) is not None:
+            problems.append(away)
+            continue
+        cf, found = _read_generated(path, display(path))
+        problems += found
+        if cf is not None:
+            gen.append(cf)
     return hand, gen, problems

@@ -26,7 +26,8 @@ from ..errors import Problem
 from ..text import normalize
 from . import files as cfiles
 from .files import default_corpus_dir, display
-from .generate import generate, rule_kind
+from .cached import generated
+from .generate import rule_kind
 from .judge import Evaluator, Outcome
 from .model import CROSS, HAND, Case, CorpusError, plain, problem, role_tagged
 from .report import GroupStats, Report, RuleStats, Stale
@@ -231,7 +232,7 @@ def run_corpus(pack, corpus_dir=None) -> Report:
     report.generated = len(cases) - report.hand_written
     report.problems += problems
     try:
-        groups = generate(pack)
+        groups = generated(pack)  # generate(pack), or read back for this very pack
     except CorpusError as exc:
         report.problems += list(exc.problems)
         report.problems.append(problem("E202", "cannot tell whether the corpus is stale until the templates are fixed",

@@ -22,12 +22,12 @@ import regex
 from ..errors import PackError, PackNotFound, Problem
 from ..kinds import FileKind, RuleKind
 from ..resources import rules_dir
+from . import cache
 from .examples import find_example_problems
 from .load import MANIFEST, MAX_FILES, Source, display, load_yaml, pointer_join, resolve_member
 from .model import DEFAULT_CONTEXT, Pack, PatternRule, ReferentRule, Settings, VocabSet
 from .sources import check_version, resolve_pack
 from .templates import lint_context
-from .validate import file_kind, find_schema_problems, lint_combine, lint_pattern
 
 __all__ = ["compile_pack", "compile_with_examples", "load_pack"]
 
@@ -72,7 +72,7 @@ def compile_pack(path=None, *, check_examples: bool = True) -> Pack:
     With ``check_examples`` (the default) every example, counterexample and
     request form must do what it says, or :class:`PackError` is raised.
     """
-    pack = _compile(path)
+    pack = _compile_cached(path)
     if check_examples:
         problems = find_example_problems(pack)
         if any(p.severity == "error" for p in problems):
@@ -89,12 +89,22 @@ def compile_with_examples(path=None) -> tuple[Pack, list[Problem]]:
     and say what fails. Any other problem raises :class:`PackError` as
     :func:`compile_pack` does.
     """
-    pack = _compile(path)
+    pack = _compile_cached(path)
     return pack, find_example_problems(pack)
+
+
+def _compile_cached(path) -> Pack:
+    """:func:`_compile`, or the same pack read back from the compiled-pack cache (:mod:`.cache`) when nothing
+    it is made of has changed."""
+    pack_dir, manifest_path = _find_manifest(path)
+    return cache.compiled(pack_dir, manifest_path, lambda: _compile(path))
 
 
 def _compile(path) -> Pack:
     """The compiled pack, which keeps its files; raises on every problem but failing examples."""
+    # only a pack not in the cache is validated: jsonschema is imported when one is
+    from .validate import file_kind, find_schema_problems, lint_combine, lint_pattern
+
     pack_dir, manifest_path = _find_manifest(path)
     problems: list[Problem] = []
     manifest, found = load_yaml(manifest_path, display(manifest_path))

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from ..errors import Problem
+from . import flow
 
 MANIFEST = "pack.yaml"
 MAX_FILES = 64
@@ -155,8 +156,12 @@ def _scalar(node, loader, restore):
     return value
 
 
-def _convert(node, pointer, src_values, src_keys, styles, loader, display, restore=None):
-    """Turn a composed node into plain data, recording positions."""
+def _convert(node, pointer, src_values, src_keys, styles, loader, display, restore=None, runs=None):
+    """Turn a composed node into plain data, recording positions.
+
+    ``runs`` maps the position of a ``[`` to the strings :mod:`.flow` read from
+    its sequence, which the loader was given blanked (empty).
+    """
     src_values[pointer] = (node.start_mark.line + 1, node.start_mark.column + 1)
     tag = node.tag
     if tag not in _ALLOWED_TAGS:
@@ -180,15 +185,38 @@ def _convert(node, pointer, src_values, src_keys, styles, loader, display, resto
                                key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                                "a key may appear once per mapping; merge or remove one of them"))
             src_keys[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = _convert(value_node, child, src_values, src_keys, styles, loader, display, restore)
+            out[key] = _convert(value_node, child, src_values, src_keys, styles, loader, display, restore, runs)
         return out
     if isinstance(node, yaml.SequenceNode):
+        if runs and not node.value and node.flow_style:
+            run = runs.get(src_values[pointer])
+            if run is not None:
+                return _splice(run, node, pointer, src_values, styles, restore)
         return [
-            _convert(item, pointer_join(pointer, i), src_values, src_keys, styles, loader, display, restore)
+            _convert(item, pointer_join(pointer, i), src_values, src_keys, styles, loader, display, restore, runs)
             for i, item in enumerate(node.value)
         ]
     styles[pointer] = node.style
     return _scalar(node, loader, restore)
+
+
+class _NotFlow(Exception):
+    """A sequence :mod:`.flow` read is not what the loader saw there: the file is read by the loader alone."""
+
+
+def _splice(run, node, pointer, src_values, styles, restore) -> list:
+    """The strings of a blanked flow sequence, with their positions, as the loader would have read them."""
+    close = (node.end_mark.line + 1, node.end_mark.column)  # the "]": the mark is just past it
+    depth = pointer.count("/") + 1  # of the strings: deeper than MAX_DEPTH is the loader's error to report
+    if run.used or depth >= MAX_DEPTH or close != run.close:
+        raise _NotFlow
+    run.used = True
+    items = run.items if restore is None else [s.translate(restore) for s in run.items]
+    for i, place in enumerate(run.places):
+        child = f"{pointer}/{i}"
+        src_values[child] = place
+        styles[child] = '"'
+    return list(items)
 
 
 def _placeholders(text: str) -> tuple[str, dict | None]:
@@ -237,11 +265,29 @@ def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, li
     return parse_yaml(text, path, display)
 
 
-def parse_yaml(text: str, path: Path, display: str) -> tuple[Source | None, list[Problem]]:
-    """Parse the text of one file as :func:`load_yaml` does (no size check: the caller bounds it)."""
+def parse_yaml(text: str, path: Path, display: str, *, min_flow_items: int = flow.MIN_ITEMS
+               ) -> tuple[Source | None, list[Problem]]:
+    """Parse the text of one file as :func:`load_yaml` does (no size check: the caller bounds it).
+
+    Long flow sequences of plain strings (a generated word list) are read by
+    :mod:`.flow` when the loader confirms where they are; the result is the
+    same, and any problem is found by the loader reading the whole text.
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
     text, restore = _placeholders(text)
+    runs = flow.find(text, min_flow_items) if "\r" not in text else []
+    if runs:
+        found = _parse(flow.blank(text, runs), path, display, restore, {(r.line, r.col): r for r in runs})
+        if found is not None and found[0] is not None and all(r.used for r in runs):
+            return found
+    found = _parse(text, path, display, restore)
+    assert found is not None  # without runs nothing is refused
+    return found
+
+
+def _parse(text: str, path: Path, display: str, restore, runs=None) -> tuple[Source | None, list[Problem]] | None:
+    """The loader on ``text``; None when ``runs`` were given and one is not where the loader found a sequence."""
     loader = None
     values, keys, styles = {}, {}, {}
     try:
@@ -250,7 +296,9 @@ def parse_yaml(text: str, path: Path, display: str) -> tuple[Source | None, list
         if node is None:
             return None, [Problem("E117", "file is empty", display, line=1, col=1, rank=2,
                                   help="a rule file needs at least a `kind` key")]
-        data = _convert(node, "", values, keys, styles, loader, display, restore)
+        data = _convert(node, "", values, keys, styles, loader, display, restore, runs)
+    except _NotFlow:
+        return None
     except _Reject as rej:
         code, msg, line, col, hint = rej.problem_args
         return None, [Problem(code, msg, display, line=line, col=col, rank=1, help=hint)]

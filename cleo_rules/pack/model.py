@@ -138,24 +138,29 @@ class Pack:
     ``referent_rules`` and ``lexicon`` (word sets by name); ``manifest`` and
     ``sources`` (each rule file by its name in the manifest, in that order)
     are the files it was built from, as loaded, with positions.
+    ``requirements``, what each pattern requires of a text for the matcher's
+    prefilter, is given only by a pack read back from the compiled-pack cache
+    (:mod:`.snapshot`); otherwise the matcher works them out.
     """
 
     __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings",
                  "vocab_sets", "follow_ups", "corrections", "context", "slots", "slots_seed", "referent_rules",
-                 "lexicon", "referent_words", "manifest", "sources", "_by_file", "_by_id", "_matcher", "_frozen")
+                 "lexicon", "referent_words", "manifest", "sources", "_by_file", "_by_id", "_matcher", "_frozen",
+                 "__weakref__")
 
     def __init__(self, *, name, version, locale, description, path, content_hash, settings,
                  vocab_sets, follow_ups, corrections, context, slots, slots_seed, referent_rules=(),
                  lexicon=MappingProxyType({}), referent_words=MappingProxyType({}), manifest: Source | None = None,
-                 sources: Mapping[str, Source] = MappingProxyType({})):
+                 sources: Mapping[str, Source] = MappingProxyType({}), requirements=None):
         for key, value in locals().items():
-            if key != "self":
+            if key not in ("self", "requirements"):
                 object.__setattr__(self, key, value)
         object.__setattr__(self, "_by_file", {src.display: src for src in sources.values()})
         object.__setattr__(self, "_by_id", {r.id: r for r in reversed(self.rules + tuple(referent_rules))})
         object.__setattr__(self, "_matcher",
                            Matcher(settings, vocab_sets, follow_ups, corrections, (name, version, content_hash),
-                                   referent_rules=referent_rules, lexicon=lexicon, referent_words=referent_words))
+                                   referent_rules=referent_rules, lexicon=lexicon, referent_words=referent_words,
+                                   requirements=requirements))
         object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, key, value):

@@ -1,0 +1,86 @@
+"""The corpus a pack's templates generate, kept in the compiled-pack cache beside the pack.
+
+Whether ``corpus/generated/`` is stale is decided by generating every
+rule's cases again and comparing them with the files (:func:`.run.find_stale`):
+most of a ``check`` after the pack itself. The cases depend only on the
+pack's files and the code, which is what the pack's cache key is made of
+(:func:`cleo_rules.pack.cache.key_of`), so :func:`generated` stores them
+under that key, as plain JSON, and reads them back for the same pack; the
+comparison with the files is made every time. A pack the cache does not know
+(compiled without it, or whose files changed since) is generated afresh, and
+templates with problems raise as :func:`.generate.generate` does, with nothing
+stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from ..pack import cache
+from .generate import Group, generate
+from .model import Case, Turn
+
+__all__ = ["generated"]
+
+log = logging.getLogger("cleo_rules")
+
+_KIND = "corpus"
+_FORMAT = 1
+
+
+def generated(pack) -> list[Group]:
+    """:func:`.generate.generate` for ``pack``, read back from the cache when it holds this very pack's cases."""
+    wanted = cache.key_of(pack)
+    store = cache.Store.open() if wanted is not None else None
+    if store is not None and wanted is not None:
+        doc = store.read(wanted, kind=_KIND)
+        if doc is not None:
+            try:
+                return _read(doc)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.debug("corpus cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
+    groups = generate(pack)
+    if store is not None and wanted is not None:
+        try:
+            store.write(wanted, _write(groups), kind=_KIND)
+        except (OSError, TypeError, ValueError) as exc:
+            log.debug("corpus cache entry %s not written: %s: %s", wanted, type(exc).__name__, exc)
+    return groups
+
+
+def _case(case: Case) -> dict:
+    out: dict = {}
+    for f in dataclasses.fields(Case):
+        value = getattr(case, f.name)
+        if f.name == "history":
+            value = [h.to_dict() if isinstance(h, Turn) else h for h in value]
+            if not all(isinstance(h, (str, dict)) for h in value):
+                raise TypeError("a history item of another type")
+        elif f.name == "not_rules":
+            value = list(value)
+        elif value is not None and not isinstance(value, (str, int, bool)):
+            raise TypeError(f"case field {f.name} holds a {type(value).__name__}")
+        out[f.name] = value
+    return out
+
+
+def _write(groups: list[Group]) -> dict:
+    return {"format": _FORMAT, "groups": [
+        {"name": g.name, "source": g.source, "hash": g.hash, "templates": g.templates,
+         "cases": [_case(c) for c in g.cases]} for g in groups]}
+
+
+def _read_case(doc: dict) -> Case:
+    fields = dict(doc)
+    fields["not_rules"] = tuple(fields["not_rules"])
+    fields["history"] = tuple(Turn(h["role"], h["content"]) if isinstance(h, dict) else h
+                              for h in fields["history"])
+    return Case(**fields)
+
+
+def _read(doc: dict) -> list[Group]:
+    if doc.get("format") != _FORMAT:
+        raise ValueError(f"stored format {doc.get('format')!r}")
+    return [Group(g["name"], g["source"], g["hash"], [_read_case(c) for c in g["cases"]], g["templates"])
+            for g in doc["groups"]]

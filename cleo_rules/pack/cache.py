@@ -1,0 +1,424 @@
+"""The compiled-pack cache: a pack compiled once is read back in milliseconds until anything it is made of changes.
+
+**Where.** ``$CLEO_RULES_CACHE`` names the directory (``off`` turns the cache
+off); without it, ``$XDG_CACHE_HOME/cleo-rules``, else
+``~/.cache/cleo-rules``. Never inside the package. The directory is created
+mode 0700 and used only when it belongs to the user and no one else may write
+to it; otherwise packs are compiled as if there were no cache, with a warning.
+
+**The key** is a SHA-256 over everything a compile reads or runs
+(:func:`inputs`, :func:`environment`): the bytes of the manifest and of every
+file it lists, read under the loader's own bounds, and of the JSON Schemas;
+the cleo-rules code itself (every module of the package, so a new version or
+an edited checkout recompiles) and the versions of Python, ``regex``, PyYAML
+and jsonschema. Change one byte of any of them and the key is another. Inputs
+are a list of ``(role, name, digest)``: a pack built on another pack adds its
+base's files with a role of their own. A pack the cache cannot vouch for (a
+member missing, unreadable, over the size bound or outside the pack) is
+compiled as usual and not cached, so every error is found and placed by the
+compiler, as without a cache; a pack that does not compile is never written.
+
+**An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
+nothing that can run code); the corpus its templates generate, under the
+same key (:mod:`cleo_rules.corpus.cached`); or the serving gate's acceptance
+of a pack and its corpus (:func:`cleo_rules.runtime.accept`, whose key adds
+every corpus file). Each is written to a temporary file in the directory and
+renamed over the entry (``os.replace``), so a reader sees a whole entry or
+none, whatever other processes do. Each entry carries an HMAC-SHA256 of its
+key and contents under a secret of 32 random bytes kept in the directory
+(``key``, mode 0600, created once): an entry that is truncated, corrupted,
+written under another key or by someone without the secret is ignored and
+the pack compiled again. At most :data:`MAX_ENTRIES` are kept, the least
+recently used removed first.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import stat
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+
+import regex
+import yaml
+
+from ..resources import package_dir, schemas_dir
+from .load import MAX_FILE_BYTES, MAX_FILES, parse_yaml, resolve_member
+from .model import Pack
+from .snapshot import FORMAT, Unstorable, from_data, to_data
+
+__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "inputs", "key",
+           "key_of", "location"]
+
+log = logging.getLogger("cleo_rules")
+
+ENV = "CLEO_RULES_CACHE"
+#: what an entry holds: a compiled pack, the corpus its templates generate, or the serving gate's acceptance
+KINDS = ("pack", "corpus", "gate")
+MAX_ENTRIES = 32  # of each kind
+MAX_ENTRY_BYTES = 256 << 20
+_OFF = frozenset({"off", "0", "no", "false", "none"})
+_MAGIC = b"cleo-rules compiled pack\n"
+_SECRET = "key"
+_STALE_TEMP = 3600.0  # seconds after which a temporary file is a crashed writer's
+_warned: set[str] = set()
+_keys: weakref.WeakKeyDictionary[Pack, str] = weakref.WeakKeyDictionary()  # see key_of
+_keys_lock = threading.Lock()
+
+
+def _warn_once(message: str, level: int = logging.WARNING) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.log(level, "%s; packs are compiled without the cache", message)
+
+
+def location() -> Path | None:
+    """The cache directory this process would use, or None when the cache is off."""
+    setting = os.environ.get(ENV, "").strip()
+    if setting.lower() in _OFF:
+        return None
+    if setting:
+        return Path(setting).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):  # the XDG specification ignores a relative path
+        return Path(xdg) / "cleo-rules"
+    try:
+        return Path.home() / ".cache" / "cleo-rules"
+    except RuntimeError:  # no home directory
+        return None
+
+
+# -- the key ---------------------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes of a regular file within the loader's size bound, or None."""
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    return raw if len(raw) <= MAX_FILE_BYTES else None
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a regular file within the loader's size bound (links followed), or None."""
+    raw = _read(path)
+    return None if raw is None else _digest(raw)
+
+
+def inputs(pack_dir: Path, manifest_path: Path) -> list[tuple[str, str, str]] | None:
+    """Every file a compile of this pack reads, as ``(role, name, sha256)``; None when one cannot be vouched for.
+
+    The manifest's ``files`` are read from the very bytes digested, each
+    member only if the loader would read it (inside the pack, a regular file,
+    within the size bound); any doubt is None, and the pack is compiled
+    without the cache.
+    """
+    raw = _read(manifest_path)
+    if raw is None:
+        return None
+    try:
+        manifest, _ = parse_yaml(raw.decode("utf-8"), manifest_path, str(manifest_path))
+    except UnicodeDecodeError:
+        return None
+    names = manifest.data.get("files") if manifest is not None and isinstance(manifest.data, dict) else None
+    if not isinstance(names, list) or len(names) > MAX_FILES or not all(isinstance(n, str) for n in names):
+        return None
+    found = [("manifest", manifest_path.name, _digest(raw))]
+    for name in names:
+        member = resolve_member(pack_dir, name)
+        body = _read(member) if member is not None else None
+        if body is None:
+            return None
+        found.append(("member", name, _digest(body)))
+    for schema in sorted(schemas_dir().glob("*.json")):
+        body = _read(schema)
+        if body is None:
+            return None
+        found.append(("schema", schema.name, _digest(body)))
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """SHA-256 of every module of the cleo_rules package: its version, and any edit to a checkout."""
+    h = hashlib.sha256()
+    root = package_dir()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _dist_version(dist: str, module: str) -> str:
+    """The installed version of ``dist`` (whose top-level module is ``module``), without importing either."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin:
+        site = Path(spec.origin).parent.parent
+        found = sorted(site.glob(f"{dist}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name[len(dist) + 1:-len(".dist-info")]
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def environment() -> dict[str, str]:
+    """What besides the pack's files decides a compile: the code and the libraries it runs on."""
+    return {"format": str(FORMAT), "python": f"{sys.implementation.name} {sys.version}",
+            "cleo-rules": _code_digest(), "regex": regex.__version__, "pyyaml": yaml.__version__,
+            "jsonschema": _dist_version("jsonschema", "jsonschema")}
+
+
+def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str | None:
+    """The cache key of the pack in ``pack_dir``; None when it cannot be cached (see :func:`inputs`).
+
+    ``more`` adds inputs of an entry about the pack (the gate's: its corpus files).
+    """
+    found = inputs(pack_dir, manifest_path)
+    if found is None:
+        return None
+    text = json.dumps([environment(), found] + ([more] if more is not None else []), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- the store -------------------------------------------------------------------------------------------
+
+
+def _private(st: os.stat_result, mask: int) -> bool:
+    """Whether a file is the user's own and none of the ``mask`` permission bits are set."""
+    mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return mine and not st.st_mode & mask
+
+
+class Store:
+    """The cache directory, with its secret: entries read and written by key."""
+
+    def __init__(self, root: Path, secret: bytes):
+        self.root = root
+        self._secret = secret
+
+    @classmethod
+    def open(cls, root: Path | None = None) -> Store | None:
+        """The store at ``root`` (default :func:`location`), created if missing; None when off or not private."""
+        root = root if root is not None else location()
+        if root is None:
+            return None
+        try:
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = root.stat()
+        except OSError as exc:
+            _warn_once(f"the pack cache {root} cannot be created: {exc.strerror or exc}", logging.INFO)
+            return None
+        if not stat.S_ISDIR(st.st_mode) or not _private(st, 0o022):
+            _warn_once(f"the pack cache {root} is not a directory only its owner may write to")
+            return None
+        secret = cls._secret_in(root)
+        if secret is None:
+            _warn_once(f"the pack cache's key {root / _SECRET} is not a 32-byte file only its owner may read")
+            return None
+        return cls(root, secret)
+
+    @staticmethod
+    def _secret_in(root: Path) -> bytes | None:
+        path = root / _SECRET
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except FileNotFoundError:
+                Store._make_secret(root, path)
+                continue
+            except OSError:
+                return None
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or not _private(st, 0o077):
+                    return None
+                secret = fh.read(33)
+            return secret if len(secret) == 32 else None
+        return None
+
+    @staticmethod
+    def _make_secret(root: Path, path: Path) -> None:
+        """Write a new secret, whole, unless another process has just written one (which is then used)."""
+        secret = secrets.token_bytes(32)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-key-", dir=root)  # mode 0600
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secret)
+            os.link(tmp, path)  # appears whole, and never replaces a secret another process made
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: created exclusively, then written
+            try:
+                made = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except OSError:
+                pass
+            else:
+                with os.fdopen(made, "wb") as fh:
+                    fh.write(secret)
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def path(self, key: str, kind: str = "pack") -> Path:
+        return self.root / f"{kind}-{key}.json"
+
+    def _mac(self, kind: str, key: str, payload: bytes) -> bytes:
+        signed = f"{kind}-{key}\n".encode() + payload
+        return hmac.new(self._secret, signed, hashlib.sha256).hexdigest().encode()
+
+    def read(self, key: str, kind: str = "pack") -> dict | None:
+        """The entry of ``kind`` (one of :data:`KINDS`) stored under ``key``, or None when there is none or it is
+        not exactly what was written."""
+        path = self.path(key, kind)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+                    return None
+                blob = fh.read(MAX_ENTRY_BYTES + 1)
+        except OSError:
+            return None
+        head, mac, payload = blob[:len(_MAGIC)], blob[len(_MAGIC):len(_MAGIC) + 64], blob[len(_MAGIC) + 65:]
+        if head != _MAGIC or blob[len(_MAGIC) + 64:len(_MAGIC) + 65] != b"\n" or \
+                not hmac.compare_digest(mac, self._mac(kind, key, payload)):
+            return None
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            return None
+        if not isinstance(doc, dict):
+            return None
+        try:
+            os.utime(path)  # recently used: pruned last
+        except OSError:
+            pass
+        return doc
+
+    def write(self, key: str, doc: dict, kind: str = "pack") -> None:
+        """Store ``doc`` under ``key``: a whole new entry appears at once, or nothing changes."""
+        payload = json.dumps(doc, separators=(",", ":")).encode("ascii")
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.root)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(_MAGIC + self._mac(kind, key, payload) + b"\n" + payload)
+            os.replace(tmp, self.path(key, kind))
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep the :data:`MAX_ENTRIES` most recently used entries of each kind; remove a crashed writer's
+        temporary files."""
+        entries: dict[str, list] = {kind: [] for kind in KINDS}
+        now = time.time()
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            return
+        for name in names:
+            full = self.root / name
+            try:
+                mtime = full.stat().st_mtime
+                kind = name.split("-", 1)[0]
+                if name.startswith(".tmp-") and now - mtime > _STALE_TEMP:
+                    full.unlink()
+                elif kind in entries and name.endswith(".json"):
+                    entries[kind].append((mtime, name))
+            except OSError:
+                continue
+        for found in entries.values():
+            for _, name in sorted(found)[:-MAX_ENTRIES]:
+                try:
+                    (self.root / name).unlink()
+                except OSError:
+                    pass
+
+
+# -- the compile, through the cache ------------------------------------------------------------------------
+
+
+def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -> Pack:
+    """The pack in ``pack_dir`` from the cache when its entry is there and whole; else ``compile()``, stored.
+
+    ``compile`` raises on a pack that does not compile: nothing is stored.
+    An entry is stored only if the pack's files are the same after the
+    compile as before it.
+    """
+    store = Store.open()
+    wanted = key(pack_dir, manifest_path) if store is not None else None
+    if store is None or wanted is None:
+        return compile()
+    doc = store.read(wanted)
+    if doc is not None:
+        try:
+            return _known(from_data(doc, pack_dir, manifest_path), wanted)
+        except Exception as exc:  # noqa: BLE001 - an entry this version cannot read is compiled again
+            log.debug("pack cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
+    pack = compile()
+    if key(pack_dir, manifest_path) == wanted:
+        _known(pack, wanted)
+        try:
+            store.write(wanted, to_data(pack))
+        except (OSError, Unstorable, ValueError, TypeError) as exc:
+            log.debug("pack cache entry %s not written: %s: %s", wanted, type(exc).__name__, exc)
+    return pack
+
+
+def _known(pack: Pack, wanted: str) -> Pack:
+    with _keys_lock:
+        _keys[pack] = wanted
+    return pack
+
+
+def key_of(pack: Pack) -> str | None:
+    """The key of the files ``pack`` was compiled from (or read back for), when it came through
+    :func:`compiled` in this process and they did not change meanwhile; else None.
+
+    What is worked out from the pack alone (the corpus its templates
+    generate) may be stored under it, as an entry of another kind.
+    """
+    with _keys_lock:
+        return _keys.get(pack)

@@ -1,0 +1,188 @@
+"""A compiled :class:`~cleo_rules.pack.model.Pack` as plain data, and back: what the pack cache stores.
+
+:func:`to_data` turns a pack into JSON types only (strings, numbers,
+booleans, null, lists and objects), and :func:`from_data` builds the same
+pack from them without reading, validating or linting a file again: its
+settings, rules (every field), templates, slots, lexicon and referent
+words, the manifest and every rule file as loaded, with the position of every
+value, and the prefilter's requirements of each pattern, which the matcher
+would otherwise work out again. Patterns are compiled again from their text,
+exactly as the compiler compiles them.
+
+Nothing here can run code or name one: a type is read back only from a fixed
+list (the rule classes and two enumerations), never looked up by a name the
+data chooses. What depends on where the pack is read from (its directory, each
+file's path and how messages name it, relative to the working directory)
+is not stored but given to :func:`from_data`, so the same entry serves a
+pack from any directory and any working directory.
+
+A value of a type this module does not know raises :class:`Unstorable`: such
+a pack is simply not cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import regex
+
+from ..kinds import FileKind, RuleKind
+from .load import Source, display, resolve_member
+from .model import Pack, PatternRule, ReferentRule, Settings, VocabSet
+
+__all__ = ["FORMAT", "Unstorable", "from_data", "to_data"]
+
+#: the layout of the data; a change here changes every cache key
+FORMAT = 1
+
+_RULES = {cls.__name__: cls for cls in (VocabSet, PatternRule, ReferentRule)}
+_ENUMS = {cls.__name__: cls for cls in (RuleKind, FileKind)}
+_RULE_LISTS = ("vocab_sets", "corrections", "follow_ups", "referent_rules")
+
+
+class Unstorable(Exception):
+    """The pack holds a value :func:`to_data` cannot write as plain data."""
+
+
+def _enc(value) -> Any:
+    """``value`` as JSON types; every container tagged with its type, so it reads back as it was."""
+    if isinstance(value, Enum):
+        kind = type(value).__name__
+        if _ENUMS.get(kind) is not type(value):
+            raise Unstorable(f"enumeration {kind}")
+        return {"$enum": [kind, value.value]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return {"$list": [_enc(v) for v in value]}
+    if isinstance(value, tuple):
+        return {"$tuple": [_enc(v) for v in value]}
+    if isinstance(value, (dict, MappingProxyType)):
+        if not all(isinstance(k, str) for k in value):
+            raise Unstorable("a mapping with keys that are not strings")
+        tag = "$dict" if isinstance(value, dict) else "$mapping"
+        return {tag: [[k, _enc(v)] for k, v in value.items()]}
+    if isinstance(value, frozenset):
+        return {"$frozenset": [_enc(v) for v in value]}
+    raise Unstorable(f"a value of type {type(value).__name__}")
+
+
+def _dec(value) -> Any:
+    if not isinstance(value, dict):
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        raise ValueError(f"not a stored value: {type(value).__name__}")
+    (tag, body), = value.items()
+    if tag == "$list":
+        return [_dec(v) for v in body]
+    if tag == "$tuple":
+        return tuple(_dec(v) for v in body)
+    if tag == "$dict":
+        return {k: _dec(v) for k, v in body}
+    if tag == "$mapping":
+        return MappingProxyType({k: _dec(v) for k, v in body})
+    if tag == "$frozenset":
+        return frozenset(_dec(v) for v in body)
+    if tag == "$enum":
+        kind, member = body
+        return _ENUMS[kind](member)
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def _source(src: Source) -> dict:
+    """A file as loaded; its document and position tables are plain YAML values already."""
+    return {"data": src.data, "values": src.values, "keys": src.keys, "styles": src.styles}
+
+
+def _read_source(doc: dict, path: Path) -> Source:
+    return Source(path=path, display=display(path), data=doc["data"],
+                  values={k: tuple(v) for k, v in doc["values"].items()},
+                  keys={k: tuple(v) for k, v in doc["keys"].items()}, styles=dict(doc["styles"]))
+
+
+def _rule(rule, files: dict[str, int]) -> dict:
+    kind = type(rule).__name__
+    if _RULES.get(kind) is not type(rule):
+        raise Unstorable(f"rule class {kind}")
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(rule):
+        value = getattr(rule, f.name)
+        if f.name == "compiled":  # compiled again from the pattern, as the compiler does
+            fields[f.name] = value is not None
+        elif f.name == "file":  # named by the file's place in the pack: how it is shown depends on where
+            if value not in files:
+                raise Unstorable(f"rule {rule.id} names file {value!r}, which is not one of the pack's")
+            fields[f.name] = files[value]
+        else:
+            fields[f.name] = _enc(value)
+    return {"class": kind, "fields": fields}
+
+
+def _read_rule(doc: dict, shown: list[str]):
+    cls = _RULES[doc["class"]]
+    fields = {}
+    for name, value in doc["fields"].items():
+        if name == "compiled":
+            continue
+        fields[name] = shown[value] if name == "file" else _dec(value)
+    if doc["fields"].get("compiled"):
+        fields["compiled"] = regex.compile(fields["pattern"])
+    return cls(**fields)
+
+
+def to_data(pack: Pack) -> dict:
+    """``pack`` as JSON types; :class:`Unstorable` when it holds a value this module cannot write."""
+    if pack.manifest is None:
+        raise Unstorable("a pack without its manifest")
+    names = list(pack.sources)
+    files = {src.display: i for i, src in enumerate(pack.sources.values())}
+    settings = {f.name: _enc(getattr(pack.settings, f.name)) for f in dataclasses.fields(Settings)}
+    return {
+        "format": FORMAT,
+        "identity": {k: _enc(getattr(pack, k)) for k in ("name", "version", "locale", "description")},
+        "content_hash": pack.content_hash,
+        "settings": settings,
+        "rules": {k: [_rule(r, files) for r in getattr(pack, k)] for k in _RULE_LISTS},
+        "context": _enc(pack.context),
+        "slots": _enc(pack.slots),
+        "slots_seed": _enc(pack.slots_seed),
+        "lexicon": {k: sorted(v) for k, v in pack.lexicon.items()},
+        "referent_words": _enc(pack.referent_words),
+        "requirements": _enc(pack.matcher.requirements),
+        "manifest": _source(pack.manifest),
+        "files": names,
+        "sources": [_source(src) for src in pack.sources.values()],
+    }
+
+
+def from_data(doc: dict, pack_dir: Path, manifest_path: Path) -> Pack:
+    """The pack :func:`to_data` wrote, read from ``pack_dir`` (its manifest ``manifest_path``).
+
+    Raises ``ValueError``, ``KeyError`` or ``TypeError`` on data it did not write.
+    """
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"stored format {doc.get('format')!r}, not {FORMAT}")
+    paths = []
+    for name in doc["files"]:
+        member = resolve_member(pack_dir, name)
+        if member is None:
+            raise ValueError(f"file {name!r} is outside {pack_dir}")
+        paths.append(member)
+    sources = [_read_source(s, p) for s, p in zip(doc["sources"], paths, strict=True)]
+    shown = [src.display for src in sources]
+    rules = {k: tuple(_read_rule(r, shown) for r in doc["rules"][k]) for k in _RULE_LISTS}
+    requirements = _dec(doc["requirements"])  # one per pattern the matcher tries, in its order
+    if len(requirements) != len(rules["corrections"]) + len(rules["follow_ups"]) + len(rules["referent_rules"]):
+        raise ValueError("the prefilter's requirements do not match the rules")
+    identity = {k: _dec(v) for k, v in doc["identity"].items()}
+    return Pack(**identity, path=pack_dir, content_hash=doc["content_hash"],
+                settings=Settings(**{k: _dec(v) for k, v in doc["settings"].items()}),
+                **rules, context=_dec(doc["context"]), slots=_dec(doc["slots"]), slots_seed=_dec(doc["slots_seed"]),
+                lexicon=MappingProxyType({k: frozenset(v) for k, v in doc["lexicon"].items()}),
+                referent_words=_dec(doc["referent_words"]), requirements=requirements,
+                manifest=_read_source(doc["manifest"], manifest_path),
+                sources=MappingProxyType(dict(zip(doc["files"], sources, strict=True))))
