@@ -158,7 +158,8 @@ class Matcher:
             referent_rules, common=common, dictionary=self._names[2], function_words=function_words,
             proper=self._names[3], nouns=self.lexicon.get("nouns", frozenset()),
             time_words=words.get("time_words", ()), clause_verbs=words.get("clause_verbs", ()),
-            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0)
+            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0,
+            max_chars=settings.max_scan_chars)
         self.vocab_sets = tuple(vocab_sets)
         self.follow_ups = tuple(follow_ups)
         self.corrections = tuple(corrections)
@@ -363,8 +364,9 @@ class Matcher:
                       h[:-1] + "ies" if h.endswith("y") else h, h[:-3] + "y" if h.endswith("ies") else h}
         forms.discard("")
         recent = (history or ())[-self.settings.antecedent_reach:]
+        scan = self.settings.max_scan_chars
         for said in recent:
-            if forms & set(WORD.findall(normalize(said.content))):
+            if forms & set(WORD.findall(normalize(said.content[:scan]))):
                 return True
         # a thing the assistant named may own it ("the address" after "Golden Wok is ...")
         for said in recent:
@@ -547,6 +549,23 @@ class Matcher:
             return SUBSTANTIVE, None, None, text, f"timeout in {t.rule_id}"
         return SUBSTANTIVE, None, None, text, None
 
+    def history_kind(self, content: str) -> DecisionKind:
+        """The kind of an earlier message: :meth:`kind_of`, remembered, reading no more of it than a message.
+
+        A message's kind depends on its first ``max_scan_chars`` characters,
+        on whether it goes on past them, and on whether it shows ``min_chars``
+        visible characters in all; when its first ``max_scan_chars + 1``
+        characters show that many, they decide the kind alone, and the rest is
+        never read. (Only a text that opens with thousands of spaces or
+        invisible characters is measured whole, by one pass in C.)
+        """
+        s = self.settings
+        if len(content) > s.max_scan_chars + 1:
+            head = content[: s.max_scan_chars + 1]
+            if visible_length(head) >= s.min_chars:
+                content = head
+        return self._history_kinds.kind(content)
+
     def _anchor(self, history):
         """The last substantive user turn among the last ``anchor_lookback`` user turns, or None."""
         lookback = self.settings.anchor_lookback
@@ -557,7 +576,7 @@ class Matcher:
             seen += 1
             if seen > lookback:
                 break
-            if self._history_kinds.kind(said.content) == SUBSTANTIVE:
+            if self.history_kind(said.content) == SUBSTANTIVE:
                 return said
         return None
 

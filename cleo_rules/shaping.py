@@ -44,10 +44,11 @@ def render(template: str, **parts: str) -> str:
     return "\n".join(lines)
 
 
-def _reply_excerpt(history, words: int):
+def _reply_excerpt(history, words: int, max_chars: int):
+    """The leading ``words`` words of the assistant's last reply that says anything, read up to ``max_chars``."""
     for said in reversed(history):
-        if said.role == ASSISTANT and said.content.strip():
-            text = said.content
+        if said.role == ASSISTANT and not said.content.isspace() and said.content:
+            text = said.content[:max_chars]
             kept = text.split()[:words]
             if not kept:
                 return None
@@ -74,7 +75,7 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
             referent = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
                             found.rule)
         elif settings.reply_words and "{referent}" in template:
-            referent = _reply_excerpt(history, settings.reply_words)
+            referent = _reply_excerpt(history, settings.reply_words, settings.max_scan_chars)
         if referent is not None and recorder is not None:
             recorder.referent(referent)
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
