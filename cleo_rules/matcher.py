@@ -85,8 +85,9 @@ class _KindCache:
     depends only on whether it is long enough to be read, on its first
     ``max_scan_chars`` characters and on whether it goes on past them, so the
     key is the digest of those characters and a flag, and no long message is
-    kept alive by the cache. Least recently used entries go first; safe to
-    share between threads.
+    kept alive by the cache, nor read past its first ``max_scan_chars + 1``
+    characters (unless those show fewer than ``min_chars`` visible ones).
+    Least recently used entries go first; safe to share between threads.
     """
 
     def __init__(self, kind_of, min_chars: int, max_scan_chars: int, size: int = 4096, short: int = 512):
@@ -102,7 +103,8 @@ class _KindCache:
     def kind(self, message: str) -> str:
         if len(message) <= self._shortest:
             return self._short(message)
-        if visible_length(message) < self._min_chars:
+        head = message[: self._scan + 1]  # decides as the whole does once it shows min_chars (else: the whole)
+        if visible_length(head) < self._min_chars and visible_length(head := message) < self._min_chars:
             return SKIP
         scanned = message[: self._scan]
         key = hashlib.blake2b(scanned.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -113,7 +115,7 @@ class _KindCache:
             if kind is not None:
                 self._long.move_to_end(key)
                 return kind
-        kind = self._kind_of(message)
+        kind = self._kind_of(head)
         with self._lock:
             self._long[key] = kind
             if len(self._long) > self._size:
@@ -158,8 +160,7 @@ class Matcher:
             referent_rules, common=common, dictionary=self._names[2], function_words=function_words,
             proper=self._names[3], nouns=self.lexicon.get("nouns", frozenset()),
             time_words=words.get("time_words", ()), clause_verbs=words.get("clause_verbs", ()),
-            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0,
-            max_chars=settings.max_scan_chars)
+            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0, max_chars=settings.max_scan_chars)
         self.vocab_sets = tuple(vocab_sets)
         self.follow_ups = tuple(follow_ups)
         self.corrections = tuple(corrections)
@@ -364,9 +365,8 @@ class Matcher:
                       h[:-1] + "ies" if h.endswith("y") else h, h[:-3] + "y" if h.endswith("ies") else h}
         forms.discard("")
         recent = (history or ())[-self.settings.antecedent_reach:]
-        scan = self.settings.max_scan_chars
-        for said in recent:
-            if forms & set(WORD.findall(normalize(said.content[:scan]))):
+        for said in recent:  # each read as far as a message is
+            if forms & set(WORD.findall(normalize(said.content[: self.settings.max_scan_chars]))):
                 return True
         # a thing the assistant named may own it ("the address" after "Golden Wok is ...")
         for said in recent:
@@ -549,23 +549,6 @@ class Matcher:
             return SUBSTANTIVE, None, None, text, f"timeout in {t.rule_id}"
         return SUBSTANTIVE, None, None, text, None
 
-    def history_kind(self, content: str) -> DecisionKind:
-        """The kind of an earlier message: :meth:`kind_of`, remembered, reading no more of it than a message.
-
-        A message's kind depends on its first ``max_scan_chars`` characters,
-        on whether it goes on past them, and on whether it shows ``min_chars``
-        visible characters in all; when its first ``max_scan_chars + 1``
-        characters show that many, they decide the kind alone, and the rest is
-        never read. (Only a text that opens with thousands of spaces or
-        invisible characters is measured whole, by one pass in C.)
-        """
-        s = self.settings
-        if len(content) > s.max_scan_chars + 1:
-            head = content[: s.max_scan_chars + 1]
-            if visible_length(head) >= s.min_chars:
-                content = head
-        return self._history_kinds.kind(content)
-
     def _anchor(self, history):
         """The last substantive user turn among the last ``anchor_lookback`` user turns, or None."""
         lookback = self.settings.anchor_lookback
@@ -576,7 +559,7 @@ class Matcher:
             seen += 1
             if seen > lookback:
                 break
-            if self.history_kind(said.content) == SUBSTANTIVE:
+            if self._history_kinds.kind(said.content) == SUBSTANTIVE:
                 return said
         return None
 

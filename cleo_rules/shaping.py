@@ -45,13 +45,14 @@ def render(template: str, **parts: str) -> str:
 
 
 def _reply_excerpt(history, words: int, max_chars: int):
-    """The leading ``words`` words of the assistant's last reply that says anything, read up to ``max_chars``."""
+    """The leading ``words`` words of the assistant's last reply that says anything in its first ``max_chars``
+    characters (no reply is read further)."""
     for said in reversed(history):
-        if said.role == ASSISTANT and not said.content.isspace() and said.content:
-            text = said.content[:max_chars]
-            kept = text.split()[:words]
-            if not kept:
-                return None
+        if said.role != ASSISTANT:
+            continue
+        text = said.content[:max_chars]
+        if text and not text.isspace():
+            kept = text.split()[:words]  # not empty: the text is not all white space
             end = text.index(kept[-1], text.index(kept[0])) + len(kept[-1]) if len(kept) > 1 else \
                 text.index(kept[0]) + len(kept[0])
             start = text.index(kept[0])

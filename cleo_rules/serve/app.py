@@ -14,12 +14,10 @@ every ``/v1`` request answer 503 until both are done. A pack that does not
 pass the acceptance gate never serves; the service tries again when its
 files change (with watching off too: it has nothing else to serve).
 
-The event loop only moves bytes: reading a JSON body, checking it and
-classifying run on worker threads (:meth:`Service.off_loop`), as do a
-batch, a reload and everything touching a tenant's store (on the tenant's
-own thread), so ``/healthz``, ``/metrics`` and SIGTERM are answered while
-requests work. A request's work is bounded by its limits and the pack's
-(``max_scan_chars``: no history item is read further).
+The event loop only moves bytes: parsing, checking and classifying a body
+run on worker threads (:meth:`Service.off_loop`), as do a reload and all
+work on a tenant's store (on the tenant's own thread), so ``/healthz`` and
+SIGTERM are answered while requests work, each bounded by the limits.
 """
 
 from __future__ import annotations
@@ -237,13 +235,11 @@ class Service:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def off_loop(self, work, *, timeout: float | None = None):
-        """``work()`` on a worker thread, the event loop free meanwhile; a 503 ``timeout`` problem after
-        ``timeout`` seconds (default ``request_timeout``), the work then running on to its end."""
-        seconds = self.settings.request_timeout if timeout is None else timeout
-        loop = asyncio.get_running_loop()
+    async def off_loop(self, work):
+        """``work()`` on a worker thread, the loop free meanwhile; 503 after ``request_timeout`` s (work runs on)."""
+        seconds = self.settings.request_timeout
         try:
-            return await bounded(loop.run_in_executor(None, work), seconds)
+            return await bounded(asyncio.get_running_loop().run_in_executor(None, work), seconds)
         except RequestTimeout:
             raise ServiceError("timeout", f"the request took longer than {seconds:g} s",
                                headers={"Retry-After": RETRY_AFTER}) from None
