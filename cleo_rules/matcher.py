@@ -39,6 +39,7 @@ from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
 from .shaping import shape
+from . import timed
 from .text import WORD, normalize, original_span, visible_length, word_pattern
 
 __all__ = ["Matcher", "ROLE_PRIORITY"]
@@ -85,9 +86,8 @@ class _KindCache:
     depends only on whether it is long enough to be read, on its first
     ``max_scan_chars`` characters and on whether it goes on past them, so the
     key is the digest of those characters and a flag, and no long message is
-    kept alive by the cache, nor read past its first ``max_scan_chars + 1``
-    characters (unless those show fewer than ``min_chars`` visible ones).
-    Least recently used entries go first; safe to share between threads.
+    kept alive by the cache nor read past ``max_scan_chars + 1`` characters
+    (unless they show under ``min_chars`` visible ones). LRU; thread-safe.
     """
 
     def __init__(self, kind_of, min_chars: int, max_scan_chars: int, size: int = 4096, short: int = 512):
@@ -103,10 +103,9 @@ class _KindCache:
     def kind(self, message: str) -> str:
         if len(message) <= self._shortest:
             return self._short(message)
-        head = message[: self._scan + 1]  # decides as the whole does once it shows min_chars (else: the whole)
+        scanned, head = message[: self._scan], message[: self._scan + 1]  # the head decides as the whole does...
         if visible_length(head) < self._min_chars and visible_length(head := message) < self._min_chars:
-            return SKIP
-        scanned = message[: self._scan]
+            return SKIP  # ...once it shows min_chars visible characters; else the whole is read
         key = hashlib.blake2b(scanned.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         if len(message) > self._scan:  # a longer message is read as one past the scan
             key += b"+"
@@ -215,17 +214,17 @@ class Matcher:
     def _limited(self, rule_id, method, text):
         """``method(text)`` under the pack's time limit; :class:`_Timeout` names the rule.
 
-        The limit is wall-clock time, so a thread descheduled mid-search on a
-        busy machine can run out of it on a fast pattern. A timed-out search
-        is therefore run once more, and only a second timeout counts: a slow
-        pattern costs at most twice the limit.
+        The limit counts the whole process's CPU time, so a fast pattern can
+        run out of it while other threads work; a timed-out search is run
+        again (:func:`cleo_rules.timed.again`): a slow pattern costs at most
+        twice the limit, and inside a gate only a reproducible timeout counts.
         """
         try:
             return method(text, timeout=self._timeout)
         except TimeoutError:
             pass
         try:
-            return method(text, timeout=self._timeout)
+            return timed.again(method, text, self._timeout)
         except TimeoutError:
             raise _Timeout(rule_id) from None
 
@@ -390,14 +389,15 @@ class Matcher:
             return f"the message names {found[0].text!r} before the match"
         people = self.lexicon.get("people", frozenset())
         nouns = self.lexicon.get("nouns", frozenset())
-        low = before.lower()
-        for w in WORD.findall(low):
+        # words are read as the rules read them, in normalised text ("don’t" is one word, as "don't" is);
+        # sentences end where the message as typed has a stop and white space
+        for w in WORD.findall(normalize(before)):
             if w in people:
                 return f"{w!r}, a person, comes before the match"
-        ends = [m.start() for m in re.finditer(r"[.?!]\s", low)]
+        ends = [m.start() for m in re.finditer(r"[.?!]\s", before)]
         cut = ends[-1] if ends else -1
         if cut >= 0:
-            for w in WORD.findall(low[:cut]):
+            for w in WORD.findall(normalize(before[:cut])):
                 if w in nouns and w not in function_words:
                     return f"an earlier sentence of the message names {w!r}"
         return ""

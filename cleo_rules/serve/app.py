@@ -14,10 +14,9 @@ every ``/v1`` request answer 503 until both are done. A pack that does not
 pass the acceptance gate never serves; the service tries again when its
 files change (with watching off too: it has nothing else to serve).
 
-The event loop only moves bytes: parsing, checking and classifying a body
-run on worker threads (:meth:`Service.off_loop`), as do a reload and all
-work on a tenant's store (on the tenant's own thread), so ``/healthz`` and
-SIGTERM are answered while requests work, each bounded by the limits.
+The event loop only moves bytes: parsing, checking and classifying a body run on
+worker threads (:meth:`Service.off_loop`), as do a reload and the work on a tenant's
+store (its own thread), so ``/healthz`` and SIGTERM are answered while requests work.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from starlette.routing import Route
 from ..errors import CleoError, IngestError, PackError
 from ..kinds import Source
 from . import openapi, playground
+from .hosts import HostGuard
 from .responses import JSON_TYPES, json_response
 from .keys import KeyRing
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -292,10 +292,9 @@ def _endpoints(service: Service) -> list[Route]:
             message, history = read_classify(parse_json(raw), s)
             start = time.perf_counter()
             try:
-                decision = pack.classify(message, history)
+                return pack.classify(message, history), time.perf_counter() - start  # the decision, then the time
             except (TypeError, ValueError) as exc:
                 raise history_error(exc) from None
-            return decision, time.perf_counter() - start
 
         decision, seconds = await service.off_loop(work)
         add_timing(request, "classify", seconds)
@@ -337,8 +336,7 @@ def _endpoints(service: Service) -> list[Route]:
         service.require_ready()
         tenants = service.require_tenant(tenant)
         raw = await service.read_body(request, s.max_body_bytes, JSON_TYPES)
-        # the whole request is judged before the tenant's thread is asked for anything: a refused turn writes no trace
-        message, history, k = await service.off_loop(lambda: read_turn(parse_json(raw), s))
+        message, history, k = await service.off_loop(lambda: read_turn(parse_json(raw), s))  # judged, then worked
         if not tenants.exists(tenant):
             raise ServiceError("unknown-tenant", f"tenant {tenant!r} has no memory store; an ingest creates one")
         pack = service.packs.pack
@@ -592,7 +590,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     app = Starlette(
         routes=_endpoints(service) + playground.routes(service),
-        middleware=[Middleware(Frame, service=service)],
+        middleware=[Middleware(Frame, service=service),
+                    Middleware(HostGuard, allowed=settings.allowed_hosts,
+                               check_host=settings.keys is None or bool(settings.allowed_hosts))],
         exception_handlers=cast(Any, {ServiceError: _on_service_error, HTTPException: _on_http_exception}),  # Starlette's handler type is not generic in the exception
         lifespan=lifespan,
     )
