@@ -521,7 +521,7 @@ class GatedService(Service):
 
 def _huge_service(root: Path) -> GatedService:
     """No memory; messages and history items up to 1 MiB, so the largest history is one item as big as a body."""
-    return GatedService(root, "--max-message-chars", MIB, "--drain-timeout", "5")
+    return GatedService(root, "--max-message-chars", MIB)
 
 
 @pytest.fixture(scope="module")
