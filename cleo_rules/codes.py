@@ -330,9 +330,10 @@ _ALL = [
     _c("E318", "usage", "a JSON Lines line nests arrays and objects too deeply",
        "{what} nested deeper than {limit} levels",
        "a line needs a few levels at most: check what wrote it"),
-    _c("E319", "usage", "a JSON Lines string holds a lone surrogate, which is not valid Unicode",
+    _c("E319", "usage", "a string of a JSON Lines line or a service request holds a lone surrogate, which is not "
+       "valid Unicode",
        "{what} at {where} holds a lone surrogate ({detail}), which is not valid Unicode",
-       "a \\ud800-\\udfff escape must be one half of a pair; fix the program that wrote the line"),
+       "a \\ud800-\\udfff escape must be one half of a pair; fix the program that wrote the line or the request"),
     _c("E320", "usage", "a stream line is not the object the command reads",
        "{detail}",
        'write each line as {"message": "...", "history": [...]}'),

@@ -86,8 +86,8 @@ class _KindCache:
     depends only on whether it is long enough to be read, on its first
     ``max_scan_chars`` characters and on whether it goes on past them, so the
     key is the digest of those characters and a flag, and no long message is
-    kept alive by the cache. Least recently used entries go first; safe to
-    share between threads.
+    kept alive by the cache nor read past ``max_scan_chars + 1`` characters
+    (unless they show under ``min_chars`` visible ones). LRU; thread-safe.
     """
 
     def __init__(self, kind_of, min_chars: int, max_scan_chars: int, size: int = 4096, short: int = 512):
@@ -103,9 +103,9 @@ class _KindCache:
     def kind(self, message: str) -> str:
         if len(message) <= self._shortest:
             return self._short(message)
-        if visible_length(message) < self._min_chars:
-            return SKIP
-        scanned = message[: self._scan]
+        scanned, head = message[: self._scan], message[: self._scan + 1]  # the head decides as the whole does...
+        if visible_length(head) < self._min_chars and visible_length(head := message) < self._min_chars:
+            return SKIP  # ...once it shows min_chars visible characters; else the whole is read
         key = hashlib.blake2b(scanned.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         if len(message) > self._scan:  # a longer message is read as one past the scan
             key += b"+"
@@ -114,7 +114,7 @@ class _KindCache:
             if kind is not None:
                 self._long.move_to_end(key)
                 return kind
-        kind = self._kind_of(message)
+        kind = self._kind_of(head)
         with self._lock:
             self._long[key] = kind
             if len(self._long) > self._size:
@@ -159,7 +159,7 @@ class Matcher:
             referent_rules, common=common, dictionary=self._names[2], function_words=function_words,
             proper=self._names[3], nouns=self.lexicon.get("nouns", frozenset()),
             time_words=words.get("time_words", ()), clause_verbs=words.get("clause_verbs", ()),
-            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0)
+            max_words=settings.max_referent_words, timeout=settings.timeout_ms / 1000.0, max_chars=settings.max_scan_chars)
         self.vocab_sets = tuple(vocab_sets)
         self.follow_ups = tuple(follow_ups)
         self.corrections = tuple(corrections)
@@ -364,8 +364,8 @@ class Matcher:
                       h[:-1] + "ies" if h.endswith("y") else h, h[:-3] + "y" if h.endswith("ies") else h}
         forms.discard("")
         recent = (history or ())[-self.settings.antecedent_reach:]
-        for said in recent:
-            if forms & set(WORD.findall(normalize(said.content))):
+        for said in recent:  # each read as far as a message is
+            if forms & set(WORD.findall(normalize(said.content[: self.settings.max_scan_chars]))):
                 return True
         # a thing the assistant named may own it ("the address" after "Golden Wok is ...")
         for said in recent:

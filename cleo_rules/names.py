@@ -24,6 +24,7 @@ the lexicon's proper nouns name something there.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -38,7 +39,8 @@ _CAP = (r"(?:[A-Z\u00c0-\u00d6\u00d8-\u00de][\w\u00c0-\u024f]*"
 _CONNECT = r"(?:of|de|del|della|di|da|du|des|van|von|der|den|la|le|y|the|on|upon|&)"
 _RUN = re.compile(rf"(?<![\w'\u2019-]){_CAP}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP})*")
 _NEVER = frozenset({"i", "i'm", "i'd", "i'll", "i've", "im", "ok", "okay", "mr", "mrs", "ms", "dr"})
-_SENTENCE_END = re.compile(r"[.!?:;\n\"\u201c(\[]\s*$")
+#: what may end a sentence (or open a quotation, a bracket) before a word that then starts one
+_SENTENCE_ENDS = frozenset(".!?:;\n\"\u201c([")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +54,16 @@ class NameSpan:
 
 
 def _starts_sentence(text: str, start: int) -> bool:
-    before = text[:start]
-    return not before.strip() or bool(_SENTENCE_END.search(before))
+    """Whether the word at ``start`` opens the text or a sentence: only white space before it, or white space
+    holding a line break, or one of :data:`_SENTENCE_ENDS` then white space.
+
+    Reads back over the white space before ``start`` only, never the rest of the text: every name of a text
+    is tested, so reading the whole prefix would make a long text cost the square of its length.
+    """
+    j = start
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    return j == 0 or text[j - 1] in _SENTENCE_ENDS or "\n" in text[j:start]
 
 
 _CONTRACTION = re.compile(r"(?:n['\u2019]t|['\u2019](?:s|re|ll|d|ve|m))$")
@@ -113,7 +123,8 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
             opener = initial and low in common and (len(words) == 1 or low not in nouns)
             if low in _NEVER or low in function_words or opener or (low in ("the", "a", "an") and len(words) > 1):
                 start = text.index(w, start) + len(w)
-                start = len(text) - len(text[start:].lstrip())
+                while start < len(text) and text[start].isspace():  # not text[start:]: no copy of the rest
+                    start += 1
                 words = words[1:]
                 initial = False
                 continue
@@ -126,14 +137,22 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
             continue
         if len(words) == 1 and initial and _bare(words[0].lower().rstrip(".")) in (dictionary or common):
             continue
-        end = start + len(" ".join(words)) if text[start:].startswith(" ".join(words)) else m.end()
-        if not text[start:end].startswith(words[0]):
+        joined = " ".join(words)
+        end = start + len(joined) if text.startswith(joined, start) else m.end()
+        if not text.startswith(words[0], start, end):
             # inner white space was not single spaces: find the words' own end
             end = text.index(words[-1], start) + len(words[-1])
         out.append(NameSpan(text[start:end], start, end, initial))
     if proper:
+        # the runs found above are in order and do not overlap: a word is inside one only if it is inside
+        # the last that starts at or before it
+        starts = [n.start for n in out]
+        runs = out[:]
         for m in _LOWER_WORD.finditer(text):
-            if m.group() in proper and not any(n.start <= m.start() < n.end for n in out):
+            if m.group() not in proper:
+                continue
+            at = bisect.bisect_right(starts, m.start()) - 1
+            if at < 0 or m.start() >= runs[at].end:
                 out.append(NameSpan(m.group(), m.start(), m.end(), _starts_sentence(text, m.start())))
         out.sort(key=lambda n: n.start)
     return out

@@ -38,13 +38,18 @@ its mentions; ``thing`` decays fast (0.5: the last reply dominates),
 ``person`` slowly (0.8: a conversation's person persists). A thing the
 message already names is not its referent.
 
-Everything here is plain Python over short texts; what is read off a turn
-(its mentions and options) is remembered by content, bounded
-(:data:`CACHE_ITEMS`), so a long conversation is read once, not on every turn.
+Everything here is plain Python over short texts, and every text is read in
+time linear in its length: a turn is read up to its first ``max_chars``
+characters (the pack's ``max_scan_chars``, as the message is), and only the
+first :data:`MAX_MENTIONS` things it names, and list items it holds, are
+kept. What is read off a turn (its mentions and options) is remembered by
+content, bounded (:data:`CACHE_ITEMS`), so a long conversation is read once,
+not on every turn.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -64,8 +69,14 @@ REACH = 6
 #: Turns whose reading is remembered (by content), per finder.
 CACHE_ITEMS = 8192
 CACHE_CHARS = 2000  # a longer turn is read on each call rather than kept
+#: The things one turn is read to name, and the list items it is read to offer: the first so many, in order.
+#: Options and salience compare mentions pairwise, so this bounds that work to a constant per turn.
+MAX_MENTIONS = 64
+#: How much of a turn is read when the finder is given no ``max_chars`` (the pack's default ``max_scan_chars``).
+DEFAULT_MAX_CHARS = 4000
 
-_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+(.+?)\s*$", re.M)
+# a list item's marker at the start of a line, and the spaces or tabs after it
+_ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+")
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{2,60})[\"\u201d]")
 _NUMBER = re.compile(r"(?<![\w.])(?:[£$€¥]\s?)?\d[\d,]*(?:\.\d+)?(?![\w])")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
@@ -144,8 +155,9 @@ class ReferentFinder:
 
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
                  proper=frozenset(), nouns=frozenset(), time_words=(), clause_verbs=(), max_words: int = 12,
-                 timeout: float = 0.05):
+                 timeout: float = 0.05, max_chars: int = DEFAULT_MAX_CHARS):
         self.rules = tuple(rules)
+        self.max_chars = max_chars
         self._common = frozenset(common)
         self._proper = frozenset(proper)
         self._nouns = frozenset(nouns)
@@ -177,7 +189,7 @@ class ReferentFinder:
     # -- reading one turn -----------------------------------------------
 
     def _read(self, said: Said) -> _Reading:
-        text = said.content
+        text = said.content[: self.max_chars]
         if len(text) <= CACHE_CHARS:
             with self._lock:
                 hit = self._cache.get(text)
@@ -199,8 +211,15 @@ class ReferentFinder:
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
                 continue
             found.append(Mention(n.text, n.start, n.end, subject=n.initial))
+            if len(found) == MAX_MENTIONS:
+                break  # names come in order: no later one is among the first MAX_MENTIONS things named
+        # names come in order and do not overlap: a quotation starts inside one only if it starts inside
+        # the last name that starts at or before it
+        starts = [f.start for f in found]
+        named = found[:]
         for m in _QUOTED.finditer(text):
-            if not any(f.start <= m.start(1) < f.end for f in found):
+            at = bisect.bisect_right(starts, m.start(1)) - 1
+            if at < 0 or m.start(1) >= named[at].end:
                 found.append(Mention(m.group(1), m.start(1), m.end(1)))
         if reply and self._verbs is not None and not found:  # a reply typed in lower case
             subject = self._opening_subject(text)
@@ -208,9 +227,10 @@ class ReferentFinder:
                                                for f in found):
                 found.append(subject)
         found.sort(key=lambda m: m.start)
-        items = [m for m in _LIST_ITEM.finditer(text)]
+        del found[MAX_MENTIONS:]
+        items = _list_items(text, MAX_MENTIONS)
         if len(items) >= 2:
-            options = tuple(Mention(_clip(m.group(1)), m.start(1), m.start(1) + len(_clip(m.group(1)))) for m in items)
+            options = tuple(Mention(_clip(item), start, start + len(_clip(item))) for start, item in items)
         else:
             distinct: list[Mention] = []
             for m in found:
@@ -281,7 +301,7 @@ class ReferentFinder:
                 continue
             if rule.unless_name:
                 if named is None:
-                    named = bool(self.names(message))
+                    named = bool(self.names(message[: self.max_chars]))
                 if named:
                     if recorder is not None:
                         recorder.referent_tried(rule, None, None, note="the message names its own subject")
@@ -345,7 +365,7 @@ class ReferentFinder:
             chosen = options[index]
         else:  # least, most: the option with the smallest or largest first figure after it
             figures = []
-            text = said.content
+            text = said.content[: self.max_chars]  # the text the options were read from
             for i, option in enumerate(options):
                 end = options[i + 1].start if i + 1 < len(options) else len(text)
                 number = _NUMBER.search(text, option.end, end) or _NUMBER.search(option.text)
@@ -370,7 +390,8 @@ class ReferentFinder:
             # what the user's turns since pointed at ("the bigger one") counts as named too
             for j, s in enumerate(window):
                 if s.index > said.index and s.role != ASSISTANT:
-                    found = self.find(normalize(s.content), s.content, window[:j], chain=False)
+                    text = s.content[: self.max_chars]
+                    found = self.find(normalize(text), text, window[:j], chain=False)
                     if found is not None:
                         named.append(Mention(found.text, 0, 0))
             rest = [o for o in options if not any(_same(o, m) for m in named) and o.key not in message_low]
@@ -405,6 +426,32 @@ class ReferentFinder:
         words = mention.text.split()
         text = " ".join(words[: self._max_words])
         return Referent(text, rule.id, said, (mention.start, mention.start + len(text)))
+
+
+def _list_items(text: str, most: int) -> list[tuple[int, str]]:
+    """The first ``most`` list items of ``text``: ``(start, text)`` of each line that starts with a marker
+    ("-", "*", "•", "1.", "a)", "(i)") and spaces, from its first character after them to its last that is
+    not white space (at least one character).
+
+    What ``^[ \\t]*MARKER[ \\t]+(.+?)\\s*$`` finds line by line (multi-line mode), in one pass: that
+    pattern tries the rest of the line at every character of the item, which takes the square of a line's
+    length when it holds long runs of spaces.
+    """
+    out: list[tuple[int, str]] = []
+    start = 0
+    for line in text.split("\n"):
+        m = _ITEM_MARKER.match(line)
+        if m is not None:
+            after = m.end()
+            if after < len(line):
+                end = max(after + 1, len(line.rstrip()))
+                out.append((start + after, line[after:end]))
+            elif line[after - 2] in " \t":
+                out.append((start + after - 1, line[after - 1:after]))  # a marker, then only spaces: one of them
+            if len(out) >= most:
+                break
+        start += len(line) + 1
+    return out
 
 
 def _clip(item: str, words: int = 8) -> str:

@@ -46,13 +46,15 @@ def render(template: str, **parts: str) -> str:
     return "\n".join(lines)
 
 
-def _reply_excerpt(history, words: int):
+def _reply_excerpt(history, words: int, max_chars: int):
+    """The leading ``words`` words of the assistant's last reply that says anything in its first ``max_chars``
+    characters (no reply is read further)."""
     for said in reversed(history):
-        if said.role == ASSISTANT and said.content.strip():
-            text = said.content
-            kept = text.split()[:words]
-            if not kept:
-                return None
+        if said.role != ASSISTANT:
+            continue
+        text = said.content[:max_chars]
+        if text and not text.isspace():
+            kept = text.split()[:words]  # not empty: the text is not all white space
             end = text.index(kept[-1], text.index(kept[0])) + len(kept[-1]) if len(kept) > 1 else \
                 text.index(kept[0]) + len(kept[0])
             start = text.index(kept[0])
@@ -76,7 +78,7 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
             referent = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
                             found.rule)
         elif settings.reply_words and "{referent}" in template:
-            referent = _reply_excerpt(history, settings.reply_words)
+            referent = _reply_excerpt(history, settings.reply_words, settings.max_scan_chars)
         if referent is not None and recorder is not None:
             recorder.referent(referent)
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]

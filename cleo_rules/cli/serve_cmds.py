@@ -58,11 +58,13 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
               help="Make a key for TENANTS ('a,b' or '*'), append its hash to --keys FILE, print the key, exit.")
 @_limit("max_body_bytes", "Largest JSON body.", click.IntRange(1))
 @_limit("max_ingest_bytes", "Largest JSON Lines ingest body.", click.IntRange(1))
-@_limit("max_message_chars", "Longest message, and longest history string.", click.IntRange(1))
+@_limit("max_message_chars", "Longest message, history string, and text of a history item's content.",
+        click.IntRange(1))
 @_limit("max_history", "Most history items.", click.IntRange(0))
 @_limit("max_batch", "Most items in one classify batch.", click.IntRange(1))
 @_limit("max_k", "Most results a turn may ask for.", click.IntRange(1))
-@_limit("request_timeout", "Seconds a batch or a turn may take (then 503).", click.FloatRange(min=0, min_open=True))
+@_limit("request_timeout", "Seconds a classify, batch, turn or recall request may take (then 503).",
+        click.FloatRange(min=0, min_open=True))
 @_limit("ingest_timeout", "Seconds an ingest may take (then 503; committed batches are kept).",
         click.FloatRange(min=0, min_open=True))
 @_limit("queue", "Turns and ingests one tenant may have running or waiting; more get 503 with Retry-After.",

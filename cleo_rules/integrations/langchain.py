@@ -73,7 +73,7 @@ def _history(messages: Sequence[BaseMessage]) -> list[dict]:
     for message in messages:
         role = _role(message)
         text = text_of(message.content)
-        if role is None or text is None or (role == "assistant" and not text.strip()):
+        if role is None or text is None or (role == "assistant" and (not text or text.isspace())):
             continue  # an AI message that only calls tools says nothing to point back at
         out.append({"role": role, "content": message.content if isinstance(message.content, str) else text})
     return out

@@ -77,7 +77,7 @@ def _history(messages: Sequence[ChatMessage]) -> list[dict]:
     out = []
     for message in messages:
         role, text = _role(message), message.content
-        if role is None or text is None or (role == "assistant" and not text.strip()):
+        if role is None or text is None or (role == "assistant" and (not text or text.isspace())):
             continue
         out.append({"role": role, "content": text})
     return out

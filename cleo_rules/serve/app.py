@@ -14,9 +14,9 @@ every ``/v1`` request answer 503 until both are done. A pack that does not
 pass the acceptance gate never serves; the service tries again when its
 files change (with watching off too: it has nothing else to serve).
 
-Classification runs on the event loop (microseconds, bounded by the
-pack's per-pattern time limits and ``max_message_chars``); a batch, a
-reload and everything touching a tenant's store run on threads.
+The event loop only moves bytes: parsing, checking and classifying a body run on
+worker threads (:meth:`Service.off_loop`), as do a reload and the work on a tenant's
+store (its own thread), so ``/healthz`` and SIGTERM are answered while requests work.
 """
 
 from __future__ import annotations
@@ -235,6 +235,15 @@ class Service:
             chunks.append(chunk)
         return b"".join(chunks)
 
+    async def off_loop(self, work):
+        """``work()`` on a worker thread, the loop free meanwhile; 503 after ``request_timeout`` s (work runs on)."""
+        seconds = self.settings.request_timeout
+        try:
+            return await bounded(asyncio.get_running_loop().run_in_executor(None, work), seconds)
+        except RequestTimeout:
+            raise ServiceError("timeout", f"the request took longer than {seconds:g} s",
+                               headers={"Retry-After": RETRY_AFTER}) from None
+
     async def on_tenant(self, request: Request, tenant: str, work, *, timeout: float):
         """Run ``work(store)`` on the tenant's thread: overload, timeouts and store failures become problems."""
         tenants = self.require_tenant(tenant)
@@ -276,25 +285,30 @@ def _endpoints(service: Service) -> list[Route]:
     async def classify(request: Request) -> Response:
         service.authorize(request)
         service.require_ready()
-        body = parse_json(await service.read_body(request, s.max_body_bytes, JSON_TYPES))
-        message, history = read_classify(body, s)
+        raw = await service.read_body(request, s.max_body_bytes, JSON_TYPES)
         pack = service.packs.pack  # read once: one pack answers the whole request
-        start = time.perf_counter()
-        try:
-            decision = pack.classify(message, history)
-        except (TypeError, ValueError) as exc:
-            raise history_error(exc) from None
-        add_timing(request, "classify", time.perf_counter() - start)
+
+        def work():
+            message, history = read_classify(parse_json(raw), s)
+            start = time.perf_counter()
+            try:
+                return pack.classify(message, history), time.perf_counter() - start  # the decision, then the time
+            except (TypeError, ValueError) as exc:
+                raise history_error(exc) from None
+
+        decision, seconds = await service.off_loop(work)
+        add_timing(request, "classify", seconds)
         metrics.decided(decision)
         return json_response(decision_record(decision))
 
     async def classify_batch(request: Request) -> Response:
         service.authorize(request)
         service.require_ready()
-        items = read_batch(parse_json(await service.read_body(request, s.max_body_bytes, JSON_TYPES)), s)
+        raw = await service.read_body(request, s.max_body_bytes, JSON_TYPES)
         pack = service.packs.pack
 
         def work():
+            items = read_batch(parse_json(raw), s)
             start = time.perf_counter()
             out = []
             for n, item in enumerate(items):
@@ -312,12 +326,7 @@ def _endpoints(service: Service) -> list[Route]:
                 out.append(decision_record(decision))
             return out, time.perf_counter() - start
 
-        loop = asyncio.get_running_loop()
-        try:
-            results, seconds = await bounded(loop.run_in_executor(None, work), s.request_timeout)
-        except RequestTimeout:
-            raise ServiceError("timeout", f"the batch took longer than {s.request_timeout:g} s",
-                               headers={"Retry-After": RETRY_AFTER}) from None
+        results, seconds = await service.off_loop(work)
         add_timing(request, "classify", seconds)
         return json_response({"results": results})
 
@@ -326,7 +335,8 @@ def _endpoints(service: Service) -> list[Route]:
         service.authorize(request, tenant)
         service.require_ready()
         tenants = service.require_tenant(tenant)
-        message, history, k = read_turn(parse_json(await service.read_body(request, s.max_body_bytes, JSON_TYPES)), s)
+        raw = await service.read_body(request, s.max_body_bytes, JSON_TYPES)
+        message, history, k = await service.off_loop(lambda: read_turn(parse_json(raw), s))  # judged, then worked
         if not tenants.exists(tenant):
             raise ServiceError("unknown-tenant", f"tenant {tenant!r} has no memory store; an ingest creates one")
         pack = service.packs.pack

@@ -4,7 +4,9 @@ Built from the settings, so the limits it states (``maxLength``,
 ``maxItems``, ``maximum``) are the ones the running service applies. The
 request schemas say exactly what :mod:`cleo_rules.serve.validate` accepts;
 a history item that is an object is passed to the classifier, which
-decides what it may hold.
+decides what it may hold, once its ``content`` is within the same limit as
+a history string. No string or field name may hold a lone surrogate, which
+JSON Schema cannot state: the descriptions say it.
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ def _ref(name: str) -> dict:
 def request_schemas(settings) -> dict:
     """The JSON Schemas of the request bodies, by component name."""
     text = {"type": "string", "maxLength": settings.max_message_chars}
+    limit = settings.max_message_chars
     history_item = {
         "description": "An earlier turn: a string is a user message; an object is a role-tagged turn "
                        "{\"role\": \"user\" | \"assistant\", \"content\": str} (OpenAI and LangChain chat "
                        "convention), whose contents the classifier checks.",
         "oneOf": [
             {**text, "description": "an earlier user message"},
-            {"type": "object", "description": "a role-tagged turn; the classifier checks its members",
+            {"type": "object",
+             "description": f"a role-tagged turn; its content holds at most {limit} characters of text (a string, "
+                            f"or the texts of a list of parts in all); the classifier checks its members",
+             "properties": {"content": {"not": {"type": "string", "minLength": limit + 1}}},
              "examples": [{"role": "assistant", "content": "Hadley Commercial is the cheaper of the two."}]},
         ],
     }
@@ -227,6 +233,7 @@ def _response_schemas() -> dict:
                 "type": {"enum": [type_uri(n) for n in PROBLEM_TYPES]},
                 "title": {"type": "string"}, "status": {"type": "integer"}, "detail": {"type": "string"},
                 "instance": {"type": "string"}, "request_id": {"type": "string"}, "field": {"type": "string"},
+                "code": {"type": "string", "description": "The error code (docs/errors.md), where one applies."},
             },
         },
     }
@@ -234,7 +241,8 @@ def _response_schemas() -> dict:
 
 def _problems(*statuses: int) -> dict:
     described = {
-        400: "The body or a field is wrong (`field` names it).",
+        400: "The body or a field is wrong (`field` names it); a string or field name holding a lone surrogate "
+             "(`\\ud800`, not Unicode) is refused with `code` E319.",
         401: "No valid key.",
         403: "The key does not cover this tenant; or the Host is not one the service answers to, or a change "
              "came from another origin (`type` says which).",

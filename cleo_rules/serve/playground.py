@@ -33,7 +33,7 @@ from ..errors import CleoError, PackError
 from ..kinds import DecisionKind
 from .problems import ServiceError
 from .responses import JSON_TYPES, json_response
-from .validate import history_error, parse_json, read_classify, read_turn
+from .validate import check_unicode, history_error, parse_json, read_classify, read_turn
 
 if TYPE_CHECKING:
     from ..runtime import PackManager
@@ -56,6 +56,8 @@ class Service(Protocol):
     def require_tenant(self, tenant: str) -> Tenants: ...
 
     async def read_body(self, request: Request, limit: int, types: tuple[str, ...]) -> bytes: ...
+
+    async def off_loop(self, work) -> Any: ...
 
     async def on_tenant(self, request: Request, tenant: str, work, *, timeout: float) -> Any: ...
 
@@ -117,6 +119,7 @@ def pack_extras(service: Service) -> dict:
 
 
 def _read_regression(body, settings) -> tuple[str, list, str, bool]:
+    check_unicode(body)
     if not isinstance(body, dict):
         raise ServiceError("invalid-request", "the body must be a JSON object with message, history and expect")
     allowed = ("message", "history", "expect", "write")
@@ -186,8 +189,8 @@ def routes(service: Service) -> list[Route]:
         from ..corpus.regressions import regression_entry, save_regression
         service.authorize(request)
         service.require_ready()
-        message, history, expect, write = _read_regression(
-            parse_json(await service.read_body(request, s.max_body_bytes, JSON_TYPES)), s)
+        raw = await service.read_body(request, s.max_body_bytes, JSON_TYPES)
+        message, history, expect, write = await service.off_loop(lambda: _read_regression(parse_json(raw), s))
         if write:
             service.authorize(request, admin=True)
         pack = service.packs.pack
@@ -220,7 +223,8 @@ def routes(service: Service) -> list[Route]:
         service.authorize(request, tenant)
         service.require_ready()
         tenants = service.require_tenant(tenant)
-        message, history, k = read_turn(parse_json(await service.read_body(request, s.max_body_bytes, JSON_TYPES)), s)
+        raw = await service.read_body(request, s.max_body_bytes, JSON_TYPES)
+        message, history, k = await service.off_loop(lambda: read_turn(parse_json(raw), s))
         if not tenants.exists(tenant):
             raise ServiceError("unknown-tenant", f"tenant {tenant!r} has no memory store; an ingest creates one")
         pack = service.packs.pack

@@ -116,5 +116,12 @@ def problem_body(name: str, detail: str, *, status: int | None = None, instance:
     return body
 
 
-def encode(body: dict) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def encode(body) -> bytes:
+    """A problem (or any JSON value) as compact UTF-8 JSON. A lone surrogate, which UTF-8 cannot hold, is
+    written as its ``\\udXXX`` escape rather than failing (requests holding one are refused, so none
+    should be left to answer)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":")).encode("ascii")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.responses import Response
+
+from .problems import encode
 
 __all__ = ["JSON_TYPES", "json_response"]
 
@@ -13,5 +13,4 @@ JSON_TYPES = ("application/json",)
 
 
 def json_response(data, status: int = 200, headers: dict | None = None) -> Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+    return Response(encode(data), status_code=status, media_type="application/json", headers=headers)

@@ -56,10 +56,11 @@ class Settings:
     which is why the service then binds loopback only.
 
     Limits: ``max_body_bytes`` for JSON bodies, ``max_ingest_bytes`` for a
-    JSON Lines ingest body, ``max_message_chars`` for the message and each
-    history string, ``max_history`` items, ``max_batch`` items in one
-    classify batch, ``max_k`` results per turn (``default_k`` when the
-    request gives none). ``request_timeout`` seconds for a batch or a turn,
+    JSON Lines ingest body, ``max_message_chars`` for the message, each
+    history string and the text of each history item's ``content``,
+    ``max_history`` items, ``max_batch`` items in one classify batch,
+    ``max_k`` results per turn (``default_k`` when the request gives none).
+    ``request_timeout`` seconds for a classify, a batch, a turn or a recall,
     ``ingest_timeout`` for an ingest. ``queue`` turns and ingests may be
     waiting or running for one tenant; more are answered 503 with
     ``Retry-After``. ``open_stores`` idle stores stay open (least recently

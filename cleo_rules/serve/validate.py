@@ -5,6 +5,14 @@ nothing more: what a history item *means* (a user message, a role-tagged
 turn) is the library's business. The rules here are the ones the OpenAPI
 document states (:mod:`cleo_rules.serve.openapi`); a test holds the two to
 each other.
+
+The limits hold for every form of a history item: ``max_message_chars`` is
+the longest message, history string and history item's ``content`` (a string,
+or the texts of a list of parts, in all). No string and no field name of a
+request may hold a lone surrogate (``"\\ud800"``: JSON allows the escape, but
+the text is not Unicode and could be neither answered nor stored): the
+request, or the one batch item holding it, is refused with E319 before
+anything else is done with it.
 """
 
 from __future__ import annotations
@@ -12,10 +20,10 @@ from __future__ import annotations
 import json
 import re
 
-from ..jsonl import json_type
+from ..jsonl import json_type, lone_surrogate
 from .problems import ServiceError
 
-__all__ = ["history_error", "parse_json", "read_classify", "read_turn"]
+__all__ = ["check_unicode", "history_error", "parse_json", "read_batch", "read_classify", "read_turn"]
 
 
 def _no_constant(name):
@@ -37,8 +45,38 @@ def parse_json(raw: bytes):
         raise ServiceError("invalid-json", f"the body is not valid JSON: {exc}") from None
 
 
-def _bad(field: str, detail: str) -> ServiceError:
-    return ServiceError("invalid-request", detail, field=field or None)
+def _bad(field: str, detail: str, **extra) -> ServiceError:
+    return ServiceError("invalid-request", detail, field=field or None, **extra)
+
+
+def _surrogate(what: str, field: str, text: str, at: int) -> ServiceError:
+    return _bad(field, f"{what} at {field or 'the top of the body'} holds a lone surrogate (U+{ord(text[at]):04X} at "
+                       f"character {at}), which is not valid Unicode", code="E319")
+
+
+def check_unicode(value, field: str = "") -> None:
+    """A 400 (E319) naming the first string or field name in ``value`` that holds a lone surrogate.
+
+    ``field`` is where ``value`` is in the request (``items[2]``). Walks the
+    value without recursion, in document order.
+    """
+    stack = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            at = lone_surrogate(item)
+            if at is not None:
+                raise _surrogate("string", where, item, at)
+        elif isinstance(item, dict):
+            inner = []
+            for key, sub in item.items():
+                at = lone_surrogate(key)
+                if at is not None:
+                    raise _surrogate("field name", where, key, at)
+                inner.append((sub, f"{where}.{key}" if where else key))
+            stack.extend(reversed(inner))
+        elif isinstance(item, list):
+            stack.extend((item[n], f"{where}[{n}]") for n in range(len(item) - 1, -1, -1))
 
 
 def _object(body, field: str, allowed: tuple[str, ...]) -> dict:
@@ -63,6 +101,21 @@ def _message(body: dict, field: str, max_chars: int) -> str:
     return message
 
 
+def _content_chars(content) -> int:
+    """How many characters of text a history item's ``content`` holds: a string's, or its parts' texts in all."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        total = 0
+        for part in content:
+            if isinstance(part, str):
+                total += len(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                total += len(part["text"])
+        return total
+    return 0  # not text: the classifier says what is wrong with it
+
+
 def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
     where = f"{field}.history" if field else "history"
     history = body.get("history")
@@ -76,13 +129,19 @@ def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
         if isinstance(item, str):
             if len(item) > max_chars:
                 raise _bad(f"{where}[{n}]", f"history[{n}] is {len(item)} characters; the limit is {max_chars}")
-        elif not isinstance(item, dict):
+        elif isinstance(item, dict):
+            chars = _content_chars(item.get("content"))
+            if chars > max_chars:  # the same limit as a string item's, whatever the form
+                raise _bad(f"{where}[{n}].content", f"history[{n}].content holds {chars} characters of text; the "
+                                                    f"limit is {max_chars}")
+        else:
             raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {json_type(item)}")
     return history
 
 
 def read_classify(body, settings, field: str = "") -> tuple[str, list]:
     """``(message, history)`` from a classify request (or one batch item at ``field``)."""
+    check_unicode(body, field)
     body = _object(body, field, ("message", "history"))
     return _message(body, field, settings.max_message_chars), _history(body, field, settings.max_history,
                                                                        settings.max_message_chars)
@@ -90,6 +149,7 @@ def read_classify(body, settings, field: str = "") -> tuple[str, list]:
 
 def read_turn(body, settings) -> tuple[str, list, int]:
     """``(message, history, k)`` from a turn request."""
+    check_unicode(body)
     body = _object(body, "", ("message", "history", "k"))
     message = _message(body, "", settings.max_message_chars)
     history = _history(body, "", settings.max_history, settings.max_message_chars)
@@ -106,7 +166,12 @@ def read_turn(body, settings) -> tuple[str, list, int]:
 
 
 def read_batch(body, settings) -> list:
-    """The ``items`` of a classify batch (each one still to be read by :func:`read_classify`)."""
+    """The ``items`` of a classify batch (each one still to be read by :func:`read_classify`, which judges
+    its strings: an item holding a lone surrogate fails alone)."""
+    if isinstance(body, dict):
+        check_unicode({key: None for key in body})  # the field names here; each item's own are its own
+        if not isinstance(body.get("items"), list):
+            check_unicode(body)
     body = _object(body, "", ("items",))
     if "items" not in body:
         raise _bad("items", "items is required: an array of {\"message\", \"history\"} objects")
