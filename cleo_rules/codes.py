@@ -299,6 +299,10 @@ _ALL = [
     _c("E307", "environment", "every pooled connection of a PostgreSQL memory store stayed in use",
        "memory store {where} is busy: all {size} pooled connections stayed in use for {timeout} s",
        "open the store with a larger pool_size, or send it fewer calls at once"),
+    _c("E309", "environment", "the store's vectors come from another embedding backend whose vectors differ",
+       "memory store {where} holds vectors made by {stored}; {detail}",
+       "re-embed the store with the backend in use (`cleo-rules memory rebuild --reembed --db DIR|URL`), or open it "
+       "with the backend that built it (CLEO_EMBED_BACKEND)"),
     _c("E310", "usage", "ingest input is malformed (the problems under it say where)",
        "{detail}",
        "fix the lines reported, or ingest without --strict to skip them"),
