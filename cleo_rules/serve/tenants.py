@@ -96,12 +96,14 @@ class SharedEmbedder:
     def provenance(self) -> dict:
         """What a store records of the embedder (see ``retrieval.provenance``); ``custom`` when it does not say."""
         get = getattr(self._embedder, "provenance", None)
-        return get() if callable(get) else {"backend": "custom", "model_sha256": None, "runtime": None}
+        found = get() if callable(get) else None
+        return found if isinstance(found, dict) else {"backend": "custom", "model_sha256": None, "runtime": None}
 
     def describe(self) -> dict:
         """What the embedder is (backend, model, runtime, threads), loading nothing."""
         get = getattr(self._embedder, "describe", None)
-        return get() if callable(get) else {"backend": self.backend or "custom", "model": self.model_name}
+        found = get() if callable(get) else None
+        return found if isinstance(found, dict) else {"backend": self.backend or "custom", "model": self.model_name}
 
     def encode(self, texts):
         with self._lock:
