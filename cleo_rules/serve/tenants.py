@@ -18,7 +18,7 @@ answers 503 with ``Retry-After``), so a burst never piles up unbounded work.
 
 All tenants share one embedding model (:class:`SharedEmbedder`), loaded and
 warmed once per process. This module imports the memory store only when a
-store is opened, and torch only through the embedder.
+store is opened, and an embedding runtime only through the embedder.
 """
 
 from __future__ import annotations
