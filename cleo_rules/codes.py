@@ -299,6 +299,10 @@ _ALL = [
     _c("E307", "environment", "every pooled connection of a PostgreSQL memory store stayed in use",
        "memory store {where} is busy: all {size} pooled connections stayed in use for {timeout} s",
        "open the store with a larger pool_size, or send it fewer calls at once"),
+    _c("E308", "environment", "a PostgreSQL schema records another tenant, or cannot tell whose it is",
+       "memory store {where}: schema {schema} {detail}; nothing was read or written. An operator resolves it: {how}",
+       "run `cleo-rules memory tenants --db URL` to list every schema and its tenant, and `--adopt SCHEMA --tenant "
+       "NAME` to give one to its tenant (docs/scaling.md)"),
     _c("E309", "environment", "the store's vectors come from another embedding backend whose vectors differ",
        "memory store {where} holds vectors made by {stored}; {detail}",
        "re-embed the store with the backend in use (`cleo-rules memory rebuild --reembed --db DIR|URL`), or open it "
@@ -339,6 +343,10 @@ _ALL = [
     _c("E321", "usage", "a history item is neither a message string nor a role and content object",
        "{detail}",
        'history items are strings or {"role": "user"|"assistant", "content": "..."}, oldest first'),
+    _c("E322", "usage", "an ingest string holds a NUL character (U+0000)",
+       "{what} at {where} holds a NUL character ({detail}), which the memory does not store",
+       "remove the NUL characters (\\u0000 escapes) from the line; no PostgreSQL text can hold one, so neither "
+       "store accepts them"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}

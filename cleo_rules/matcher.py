@@ -39,6 +39,7 @@ from .names import names
 from .prefilter import LiteralIndex, first_ascii_chars, holds, literal_requirements, words_of_tokens
 from .referents import ReferentFinder
 from .shaping import shape
+from . import timed
 from .text import WORD, normalize, original_span, visible_length, word_pattern
 
 __all__ = ["Matcher", "ROLE_PRIORITY"]
@@ -213,17 +214,17 @@ class Matcher:
     def _limited(self, rule_id, method, text):
         """``method(text)`` under the pack's time limit; :class:`_Timeout` names the rule.
 
-        The limit is wall-clock time, so a thread descheduled mid-search on a
-        busy machine can run out of it on a fast pattern. A timed-out search
-        is therefore run once more, and only a second timeout counts: a slow
-        pattern costs at most twice the limit.
+        The limit counts the whole process's CPU time, so a fast pattern can
+        run out of it while other threads work; a timed-out search is run
+        again (:func:`cleo_rules.timed.again`): a slow pattern costs at most
+        twice the limit, and inside a gate only a reproducible timeout counts.
         """
         try:
             return method(text, timeout=self._timeout)
         except TimeoutError:
             pass
         try:
-            return method(text, timeout=self._timeout)
+            return timed.again(method, text, self._timeout)
         except TimeoutError:
             raise _Timeout(rule_id) from None
 
@@ -388,14 +389,15 @@ class Matcher:
             return f"the message names {found[0].text!r} before the match"
         people = self.lexicon.get("people", frozenset())
         nouns = self.lexicon.get("nouns", frozenset())
-        low = before.lower()
-        for w in WORD.findall(low):
+        # words are read as the rules read them, in normalised text ("don’t" is one word, as "don't" is);
+        # sentences end where the message as typed has a stop and white space
+        for w in WORD.findall(normalize(before)):
             if w in people:
                 return f"{w!r}, a person, comes before the match"
-        ends = [m.start() for m in re.finditer(r"[.?!]\s", low)]
+        ends = [m.start() for m in re.finditer(r"[.?!]\s", before)]
         cut = ends[-1] if ends else -1
         if cut >= 0:
-            for w in WORD.findall(low[:cut]):
+            for w in WORD.findall(normalize(before[:cut])):
                 if w in nouns and w not in function_words:
                     return f"an earlier sentence of the message names {w!r}"
         return ""

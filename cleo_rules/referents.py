@@ -50,6 +50,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from threading import Lock
 
+from . import timed
 from .history import ASSISTANT, Said
 from .names import names
 from .text import normalize
@@ -286,7 +287,7 @@ class ReferentFinder:
                         recorder.referent_tried(rule, None, None, note="the message names its own subject")
                     continue
             try:
-                m = rule.compiled.search(normalized, timeout=self._timeout)
+                m = timed.search(rule.compiled.search, normalized, self._timeout)
             except TimeoutError:
                 m = None
             if m is None:

@@ -18,6 +18,8 @@ messages only, hence no referent) is exactly ``"{anchor}\\n{message}"``. The
 pack setting ``referents: false`` leaves the referent out always. With nothing
 to combine (no anchor, no referent) the message is searched as typed. Every part
 is returned as a :class:`~cleo_rules.decision.Part` saying where it came from.
+:func:`as_follow_up` shapes any message so: what combining would have searched
+for a message the pack decided otherwise (a correction is never combined).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import string
 from .decision import Part
 from .history import ASSISTANT
 
-__all__ = ["render", "shape"]
+__all__ = ["as_follow_up", "render", "shape"]
 
 NOTHING_TO_COMBINE = "no substantive message in history; searched as typed"
 
@@ -94,3 +96,21 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     query = render(template, anchor=texts.get("anchor", ""), referent=texts.get("referent", ""), message=message)
     order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
+
+
+def as_follow_up(pack, message: str, history=()):
+    """``(query, parts, note)`` that ``message`` would be searched with were it a follow-up of ``history``.
+
+    The same shaping a follow-up gets (:func:`shape`), from the same parts,
+    whatever the pack decided the message is: what combining would have
+    searched for a correction, which is never combined. With nothing to
+    combine it is the message as typed, its only part, and a note saying so.
+    ``pack`` is a compiled :class:`~cleo_rules.pack.model.Pack`; ``history``
+    is read as :meth:`~cleo_rules.pack.model.Pack.classify` reads it (a
+    malformed item raises :class:`~cleo_rules.history.HistoryError`).
+    """
+    from .history import read_history
+    from .text import normalize
+
+    matcher = pack.matcher
+    return shape(matcher, message, normalize(message[: matcher.settings.max_scan_chars]), read_history(history))

@@ -48,7 +48,9 @@ What a trace keeps of the user's text is bounded and can be withheld
   timings are kept. Redacted traces
   cannot be judged by :mod:`cleo_rules.relevance`, which shows the query.
 
-Lone surrogates (text that is not Unicode) are stored as U+FFFD.
+Lone surrogates (text that is not Unicode) and NUL characters (U+0000,
+which no PostgreSQL text can hold) are stored as U+FFFD, on both backends,
+so a turn whose message holds one still gets its trace.
 """
 
 from __future__ import annotations
@@ -245,7 +247,7 @@ class Tracer:
             return None
         if self.settings.redact:
             return REDACTED
-        value = without_lone_surrogates(value)
+        value = without_lone_surrogates(value).replace("\x00", "\ufffd")
         limit = self.settings.max_chars
         if len(value) > limit:
             cut.append(name)
@@ -278,6 +280,9 @@ class Tracer:
         for stage in TIMING_COLUMNS:
             value = timings.get(stage)
             row[f"{stage}_s"] = None if value is None else float(value)
+        for name, value in row.items():  # the note, the rule: not the user's text, but no NUL reaches a database
+            if isinstance(value, str) and "\x00" in value:
+                row[name] = value.replace("\x00", "\ufffd")
         return row
 
     def record(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int) -> int | None:

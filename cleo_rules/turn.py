@@ -145,8 +145,15 @@ class Recall:
     def templates(self):
         return self.pack.context
 
-    def turn(self, message: str, history: Sequence[str] = ()) -> Turn:
-        """Run one turn: ``history`` is the user's earlier messages, oldest first."""
+    def turn(self, message: str, history: Sequence[str | Mapping[str, str]] = ()) -> Turn:
+        """Run one turn: ``message`` given the conversation before it, ``history``, oldest first.
+
+        History items are strings (the user's messages) or ``{"role": "user" |
+        "assistant", "content": str}`` mappings, so the assistant's replies can
+        be given too (see :mod:`cleo_rules.history`); a malformed item raises
+        :class:`~cleo_rules.history.HistoryError` (a ``TypeError`` and a
+        ``ValueError``) before anything is searched.
+        """
         started = now_iso()
         t0 = time.perf_counter()
         decision = self.pack.classify(message, history=tuple(history))

@@ -13,6 +13,14 @@ they show the :class:`Verdict`.
 The pack is compiled first (:func:`~cleo_rules.pack.compile.compile_pack`
 with ``check_examples=False``): a pack that does not compile has no verdict,
 only its :class:`~cleo_rules.errors.PackError`.
+
+:func:`check` is that whole run in one call, from finding the pack to the
+verdict: it returns a :class:`PackCheck` holding the pack found, the
+compiled pack and its verdict, or the error that kept it from compiling.
+The commands only print it: :meth:`PackCheck.to_dict` is ``check --json``,
+:meth:`PackCheck.corpus_dict` is ``corpus check --json``, and
+:meth:`PackCheck.findings` gives the findings SARIF, JUnit and GitHub
+workflow commands are rendered from (:func:`cleo_rules.findings.render`).
 """
 
 from __future__ import annotations
@@ -22,14 +30,21 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from . import timed
 from .corpus.files import default_corpus_dir
 from .corpus.report import Report
 from .corpus.run import run_corpus
-from .errors import Problem
+from .errors import PackError, Problem
 from .pack.examples import find_example_problems
 from .pack.model import Pack
+from .pack.sources import FoundPack
 
-__all__ = ["MAX_CASES_REPORTED", "Verdict", "verify"]
+if TYPE_CHECKING:
+    from .findings import CheckResult
+
+__all__ = ["MAX_CASES_REPORTED", "PackCheck", "Verdict", "check", "verify"]
 
 MAX_CASES_REPORTED = 20  # failing corpus cases listed one by one in :meth:`Verdict.errors`; the rest are counted
 
@@ -91,12 +106,157 @@ def verify(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
     Without ``corpus_dir`` the corpus is ``corpus/`` beside the pack
     directory, run when it exists (a pack without one is judged by its
     examples alone); a ``corpus_dir`` given is always run (a missing one is a
-    problem, E203). ``corpus=False`` judges the examples only.
+    problem, E203). ``corpus=False`` judges the examples only. A search that
+    runs out of time counts only when it does so reproducibly
+    (:func:`cleo_rules.timed.patient`), never because the process was busy.
     """
-    problems = tuple(find_example_problems(pack))
-    report = None
-    if corpus:
-        where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
-        if corpus_dir is not None or where.is_dir():
-            report = run_corpus(pack, where)
+    with timed.patient():  # a search that ran out of time only because the process was busy is no verdict
+        problems = tuple(find_example_problems(pack))
+        report = None
+        if corpus:
+            where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
+            if corpus_dir is not None or where.is_dir():
+                report = run_corpus(pack, where)
     return Verdict(problems, report)
+
+
+#: ``corpus`` in :meth:`PackCheck.to_dict` when the corpus was not asked for (``check --no-corpus``)
+NOT_ASKED = "--no-corpus"
+
+
+@dataclass(frozen=True)
+class PackCheck:
+    """One run of :func:`check`: the pack found, and its verdict or the error that kept it from having one.
+
+    ``found`` is where the pack is and how it was found; ``pack`` the
+    compiled pack and ``verdict`` its :class:`Verdict`, both ``None`` when
+    ``error`` says why there is none (the pack does not compile, or its
+    version is outside the range required). ``corpus`` says whether the
+    corpus was asked for; ``skipped`` why none ran although it was (no
+    corpus beside the pack).
+    """
+
+    found: FoundPack
+    pack: Pack | None = None
+    verdict: Verdict | None = None
+    error: PackError | None = None
+    corpus: bool = True
+    skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.verdict is not None and self.verdict.ok
+
+    @property
+    def corpus_report(self) -> Report | None:
+        return self.verdict.corpus_report if self.verdict is not None else None
+
+    def errors(self, max_cases: int = MAX_CASES_REPORTED) -> list[Problem]:
+        """Everything wrong, as problems with severity ``error`` (see :meth:`Verdict.errors`)."""
+        if self.error is not None:
+            return [p for p in self.error.problems if p.severity == "error"]
+        assert self.verdict is not None
+        return self.verdict.errors(max_cases)
+
+    def as_error(self) -> PackError | None:
+        """A :class:`~cleo_rules.errors.PackError` listing :meth:`errors`, best first; ``None`` for a pack that
+        passes. What the serving gate raises."""
+        if self.error is not None:
+            return self.error
+        errors = self.errors()
+        return PackError(errors, pack=str(self.found.path)) if errors else None
+
+    def record(self) -> dict:
+        """The pack as JSON: name, version, hash, path, found_by, config (from the manifest alone when it does not
+        compile: the hash is then null, a name or version it lacks ``"?"``)."""
+        return self.found.record(self.pack)
+
+    def to_dict(self) -> dict:
+        """The JSON document of ``cleo-rules check``."""
+        if self.pack is None or self.verdict is None:
+            return {"ok": False, "pack": self.record(),
+                    "problems": [p.to_dict() for p in self.error.problems] if self.error else []}
+        pack, verdict = self.pack, self.verdict
+        doc: dict = {"ok": verdict.ok, "pack": self.record(), "corrections": len(pack.corrections),
+                     "follow_ups": len(pack.follow_ups), "vocabulary_sets": len(pack.vocab_sets)}
+        if verdict.problems:
+            doc["problems"] = [p.to_dict() for p in verdict.problems]
+        if verdict.corpus_report is not None:
+            doc["corpus"] = verdict.corpus_report.to_dict()
+        elif self.skipped or not self.corpus:
+            doc["corpus"] = {"skipped": self.skipped or NOT_ASKED}
+        return doc
+
+    def corpus_view(self) -> Report | None:
+        """:meth:`Verdict.corpus_view`: the corpus report with the pack's own problems first."""
+        return self.verdict.corpus_view() if self.verdict is not None else None
+
+    def corpus_dict(self) -> dict:
+        """The JSON document of ``cleo-rules corpus check``: the corpus report and the pack (or, for a pack that
+        does not compile, the document of :meth:`to_dict`)."""
+        view = self.corpus_view()
+        if view is None:
+            return self.to_dict()
+        return {**view.to_dict(), "pack": self.record()}
+
+    def findings(self, command: str = "check") -> CheckResult:
+        """The findings of ``command`` (``"check"`` or ``"corpus check"``), for SARIF, JUnit and GitHub."""
+        from .findings import CheckResult, from_problem, from_report, rule_refs
+
+        record = self.record()
+        if self.pack is None or self.verdict is None:
+            problems = self.error.problems if self.error else ()
+            errors = sum(1 for p in problems if p.severity == "error")
+            summary = (f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"
+                       if command == "check" else f"cleo-rules {command}: the pack does not compile")
+            return CheckResult(command, record, findings=[from_problem(p) for p in problems], summary=summary)
+        refs = rule_refs(self.pack)
+        if command != "check":  # the corpus's view: the pack's own problems are among the corpus's
+            view = self.corpus_view()
+            assert view is not None
+            return CheckResult(command, record, refs, from_report(view, refs), corpus_ran=True,
+                               summary=f"cleo-rules {command}: {view.summary_line()}")
+        report = self.verdict.corpus_report
+        found = [from_problem(p) for p in self.verdict.problems]
+        if report is not None:
+            found += from_report(report, refs)
+        errors = sum(1 for f in found if f.severity == "error")
+        summary = (f"cleo-rules check: {self.pack.name} {self.pack.version}: "
+                   + ("ok" if self.verdict.ok else f"{errors} findings")
+                   + (f"; corpus {report.summary_line()}" if report is not None else ""))
+        return CheckResult(command, record, refs, found, corpus_ran=report is not None, summary=summary)
+
+
+def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: bool = False,
+          require=None) -> PackCheck:
+    """Find, compile and judge a pack: what ``check``, ``corpus check`` and ``packs --check`` show.
+
+    ``pack`` is a :class:`~cleo_rules.pack.sources.FoundPack`, or what
+    :func:`~cleo_rules.pack.sources.find_pack` takes (a directory, its
+    ``pack.yaml``, an installed pack's name, or ``None`` for the pack the
+    commands find by default). The pack is compiled without refusing it for
+    its examples, its version checked against ``require`` (a range such as
+    ``">=1.0,<2"``), then judged by :func:`verify` with ``corpus_dir`` and
+    ``corpus``; ``corpus_required`` runs the corpus beside the pack even when
+    there is none (a missing corpus is then a problem, E203), as ``corpus
+    check`` does. A pack that does not compile, or whose version is outside
+    ``require``, is a result with its ``error``, never an exception; a pack
+    that cannot be found raises :class:`~cleo_rules.errors.PackNotFound`.
+    """
+    from .pack.compile import compile_pack
+    from .pack.sources import check_version, find_pack
+
+    found = pack if isinstance(pack, FoundPack) else find_pack(pack)
+    try:
+        compiled = compile_pack(found.path, check_examples=False)
+        check_version(compiled, require)
+    except PackError as exc:
+        return PackCheck(found, error=exc, corpus=corpus)
+    where = corpus_dir
+    if where is None and corpus_required:
+        where = default_corpus_dir(compiled)
+    verdict = verify(compiled, where, corpus=corpus)
+    skipped = None
+    if corpus and verdict.corpus_report is None:
+        skipped = f"no corpus at {default_corpus_dir(compiled)}; `cleo-rules corpus build` creates one"
+    return PackCheck(found, compiled, verdict, corpus=corpus, skipped=skipped)

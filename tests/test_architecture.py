@@ -193,3 +193,21 @@ def test_the_core_knows_no_cli_or_service(module):
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_over_600_lines(module):
     assert len(MODULES[module].read_text(encoding="utf-8").splitlines()) <= 600
+
+
+def _functions(path: Path):
+    """``(name, lines)`` of every function in the module at ``path``, decorators included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            yield node.name, (node.end_lineno or node.lineno) - start + 1
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.cli")))
+def test_no_command_function_over_100_lines(module):
+    """The command line is a thin layer: a command that grows past this does work the library should own."""
+    assert [(name, n) for name, n in _functions(MODULES[module]) if n > 100] == []
+
+
+def test_the_function_reader_counts_lines():
+    assert dict(_functions(MODULES["cleo_rules.cli.store"]))["db_option"] >= 5

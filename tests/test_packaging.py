@@ -49,7 +49,8 @@ def test_sdist_carries_the_pack_schemas_and_corpus(dist):
     sdist, _ = dist
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    for name in ("pyproject.toml", "README.md", "LICENSE", "rules/pack.yaml", "schemas/pack.schema.json",
+    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE", "rules/pack.yaml",
+                 "schemas/pack.schema.json",
                  "corpus/regressions.yaml", "corpus/generated/vocab.nod.yaml", "cleo_rules/py.typed",
                  "models/all-MiniLM-L6-v2/model.onnx", "models/all-MiniLM-L6-v2/tokenizer.json",
                  "cleo_rules/starter/rules/pack.yaml", "tests/data/sarif-schema-2.1.0.json"):

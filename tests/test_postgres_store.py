@@ -507,7 +507,7 @@ def test_the_service_keeps_each_tenants_memory_in_its_own_schema(pg, pg_tenant, 
     acme, beta = f"{pg_tenant}-acme", f"{pg_tenant}-beta"
     ndjson = {"Content-Type": "application/x-ndjson"}
     app = create_app(Settings(memory=pg.url(), watch_interval=0))
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # a Host that names this machine
         deadline = time.monotonic() + 90
         while not app.state.service.ready and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -200,7 +200,7 @@ def test_a_client_that_goes_away_mid_body_is_not_an_error(svc, http):
     import socket
 
     with socket.create_connection(("127.0.0.1", svc.port)) as sock:
-        sock.sendall(b"POST /v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /v1/classify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 1000\r\n\r\n{\"message\": ")
     gone = {"endpoint": "/v1/classify", "method": "POST", "status": "499"}
     deadline = time.monotonic() + 10
@@ -352,7 +352,7 @@ def test_an_unexpected_error_is_a_500_with_the_request_id_and_no_traceback(caplo
             raise RuntimeError("secret internals")
 
     app = create_app(Settings(watch_interval=0))
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as client:
         service = app.state.service
         deadline = time.monotonic() + 30
         while not service.ready and time.monotonic() < deadline:

@@ -62,7 +62,7 @@ def test_the_app_without_memory_imports_no_torch():
             "from cleo_rules.serve import Settings, create_app\n"
             "from starlette.testclient import TestClient\n"
             "app = create_app(Settings(watch_interval=0))\n"
-            "with TestClient(app) as client:\n"
+            "with TestClient(app, base_url='http://127.0.0.1') as client:\n"
             "    import time\n"
             "    while client.get('/readyz').status_code != 200: time.sleep(0.05)\n"
             "    r = client.post('/v1/classify', json={'message': 'Yes, go with the second one.', 'history': ['x y z']})\n"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings, strategies as st
+
 from cleo_rules import load_pack
+from cleo_rules.decision import Part
 from cleo_rules.shaping import render
 
 PACK = load_pack()
@@ -63,3 +66,43 @@ def test_parts_are_in_the_decisions_json():
     parts = PACK.classify("Yes, go with the second one.", QUOTES).to_dict()["parts"]
     assert parts[0] == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1, "index": 1,
                         "span": [parts[0]["span"][0], parts[0]["span"][0] + 9], "rule": "referent.position"}
+
+
+# -- as_follow_up: what combining would search for any message ------------------------------------------
+
+
+def test_a_correction_shaped_as_a_follow_up_is_combined_as_one_would_be():
+    from cleo_rules.shaping import NOTHING_TO_COMBINE, as_follow_up
+
+    message = "We tried that one already."
+    assert PACK.classify(message, [QUOTES[0]]).query == message  # never combined as itself
+    query, parts, note = as_follow_up(PACK, message, [QUOTES[0]])
+    assert query == f"{QUOTES[0]}\n{message}" and note is None
+    assert [(p.name, p.text, p.source) for p in parts] == [("anchor", QUOTES[0], "user"),
+                                                           ("message", message, "message")]
+    query, parts, note = as_follow_up(PACK, message, QUOTES)  # the reply's referent, as for a follow-up
+    assert [p.name for p in parts] == [p.name for p in PACK.classify("Tell me more.", QUOTES).parts]
+    assert as_follow_up(PACK, message, ["Thanks!"]) == (message, (Part("message", message, "message"),),
+                                                        NOTHING_TO_COMBINE)
+
+
+USER_TURNS = ["Compare the two van insurance quotes", "Which engineer fixed the office boiler?", "Thanks!",
+              "Yes.", "We tried that one already.", "Book the van for Friday"]
+REPLIES = ["Hadley quotes 2,140 a year with a 250 excess; Cresswell quotes 1,865.",
+           "Either the Leeds office or the York one; the first is nearer.", "You're welcome.", ""]
+FOLLOW_UPS = ["Yes, go with the second one.", "Tell me more.", "What about the other one?", "Sounds good.",
+              "Try that one.", "The first one, please."]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(FOLLOW_UPS), st.lists(st.one_of(
+    st.sampled_from(USER_TURNS), st.sampled_from(REPLIES).map(lambda r: {"role": "assistant", "content": r})),
+    max_size=6))
+def test_a_follow_up_shaped_again_is_what_classify_shaped(message, history):
+    from cleo_rules.shaping import as_follow_up
+
+    d = PACK.classify(message, history)
+    if d.kind == "follow_up":
+        query, parts, note = as_follow_up(PACK, message, history)
+        assert (query, parts) == (d.query, d.parts)
+        assert note == d.note

@@ -84,6 +84,30 @@ def test_single_message_with_history_and_timings(store_dir, capsys, monkeypatch)
     assert set(row["timings"]) >= {"classify", "embed", "search", "metadata", "context", "trace", "total"}
 
 
+def test_H_assistant_is_the_assistants_reply(store_dir, capsys, monkeypatch):
+    """`turn -H "assistant: ..."` passes a role-tagged item, as classify and explain do (it used to be a user
+    message), so a follow-up can point at the option the assistant offered."""
+    from cleo_rules.turn import Recall
+
+    given = []
+    original = Recall.turn
+
+    def turn(self, message, history=()):
+        given.append(list(history))
+        return original(self, message, history)
+
+    monkeypatch.setattr(Recall, "turn", turn)
+    code, out, err = run(capsys, monkeypatch, [
+        "turn", "--db", str(store_dir), "--no-trace", "Yes, go with the second one.",
+        "-H", "Compare the two van insurance quotes",
+        "-H", "assistant: Hadley quotes 2,140 a year and Cresswell 1,865."])
+    assert code == 0, err
+    assert given == [["Compare the two van insurance quotes",
+                      {"role": "assistant", "content": "Hadley quotes 2,140 a year and Cresswell 1,865."}]]
+    row = json.loads(out)
+    assert (row["kind"], row["query"]) == ("follow_up", "Cresswell\nYes, go with the second one.")
+
+
 def test_no_trace(tmp_path, capsys, monkeypatch, embedder):
     with MemoryStore.open(tmp_path, embedder=embedder) as store:
         store.add_document("d", "Oven manual", "2024-01-01", "Descale the steam oven monthly.")

@@ -103,3 +103,151 @@ def test_failing_cases_beyond_the_limit_are_counted(pack_dir):
     verdict = verify(load_pack(pack_dir, check_examples=False))
     listed = [p for p in verdict.errors(max_cases=2) if p.code == "E230"]
     assert len(listed) == 3 and listed[-1].message.startswith("corpus case … and 2 more")
+
+
+# -- check: the whole run in one call, shown by check, corpus check and packs --check ------------------------
+
+
+def test_check_finds_compiles_and_judges_in_one_call(pack_dir):
+    from cleo_rules.pack.sources import FoundPack
+    from cleo_rules.verify import check
+
+    corpus(pack_dir, RIGHT, WRONG)
+    result = check(pack_dir)
+    assert isinstance(result.found, FoundPack) and result.found.path == pack_dir and result.found.source == "argument"
+    assert result.pack is not None and result.error is None and not result.ok
+    assert result.verdict == verify(result.pack)
+    assert result.errors() == result.verdict.errors() and result.as_error() is not None
+    doc = result.to_dict()
+    assert (doc["ok"], doc["pack"]["name"], doc["pack"]["hash"]) == (False, "mini", result.pack.content_hash)
+    assert doc["corpus"] == result.verdict.corpus_report.to_dict()
+    assert result.corpus_dict()["pack"] == doc["pack"] and result.corpus_dict()["ok"] is False
+    findings = result.findings()
+    assert findings.command == "check" and not findings.ok and findings.corpus_ran
+    assert {f.code for f in findings.findings} == {p.code for p in result.errors()}
+
+
+def test_check_says_why_no_corpus_ran(pack_dir):
+    from cleo_rules.verify import check
+
+    result = check(pack_dir)
+    assert result.ok and result.as_error() is None and result.verdict == Verdict((), None)
+    assert result.skipped is not None and result.skipped.startswith(f"no corpus at {pack_dir.parent / 'corpus'}")
+    assert result.to_dict()["corpus"] == {"skipped": result.skipped}
+    not_asked = check(pack_dir, corpus=False)
+    assert not_asked.skipped is None and not_asked.to_dict()["corpus"] == {"skipped": "--no-corpus"}
+    required = check(pack_dir, corpus_required=True)  # as corpus check: a missing corpus is a finding
+    assert not required.ok and required.errors()[0].code == "E203"
+
+
+def test_a_pack_that_does_not_compile_is_a_result_not_an_exception(pack_dir):
+    from cleo_rules.errors import PackError
+    from cleo_rules.verify import check
+
+    path = pack_dir / "corrections.yaml"
+    path.write_text(path.read_text().replace("kind:", "kind: [", 1))
+    result = check(pack_dir)
+    assert isinstance(result.error, PackError) and result.pack is None and result.verdict is None and not result.ok
+    assert result.as_error() is result.error and result.errors() == [p for p in result.error.problems
+                                                                     if p.severity == "error"]
+    doc = result.to_dict()
+    assert doc == {"ok": False, "pack": {"name": "mini", "version": "1.0.0", "hash": None, **result.found.to_dict()},
+                   "problems": [p.to_dict() for p in result.error.problems]}
+    assert result.corpus_dict() == doc
+    assert result.findings().summary == f"cleo-rules check: {len(result.errors())} error" + (
+        "s" if len(result.errors()) != 1 else "") + " in the pack"
+    assert result.findings("corpus check").summary == "cleo-rules corpus check: the pack does not compile"
+
+
+def test_a_version_outside_the_range_required_is_the_results_error(pack_dir):
+    from cleo_rules.errors import PackNotFound, PackVersionError
+    from cleo_rules.verify import check
+
+    result = check(pack_dir, require=">=2")
+    assert isinstance(result.error, PackVersionError) and not result.ok
+    assert check(pack_dir, require="^1").ok
+    with pytest.raises(PackNotFound):
+        check(pack_dir / "missing")
+
+
+#: a corpus covering every rule of the small test pack both ways, passing
+MINI_CORPUS = """\
+kind: corpus
+cases:
+  - {id: p/tried, message: "We tried that one already.", expect: correction, rule: correction.already-tried}
+  - {id: n/tried, message: "Have you tried the Leeds office?", expect: substantive, not: correction.already-tried}
+  - {id: p/more, message: "Tell me more about that.", expect: follow_up, rule: follow_up.tell-me-more}
+  - {id: n/more, message: "Tell me about the staff rota for December", expect: substantive, not: follow_up.tell-me-more}
+  - {id: p/nod, message: "Yes, that works.", expect: follow_up, rule: vocab.nod}
+  - {id: n/nod, message: "Yes, and book the van for Friday", expect: substantive, not: vocab.nod}
+  - {id: p/choice, message: "The second one, please.", expect: follow_up, rule: vocab.choice}
+  - {id: n/choice, message: "The second invoice is overdue", expect: substantive, not: vocab.choice}
+  - {id: p/request, message: "Could you show me, please?", expect: follow_up, rule: vocab.request}
+  - {id: n/request, message: "Could you show me the rota?", expect: substantive, not: vocab.request}
+  - {id: p/anaphor, message: "That is it, and this.", expect: follow_up, rule: vocab.anaphor}
+  - {id: n/anaphor, message: "This invoice is overdue", expect: substantive, not: vocab.anaphor}
+  - {id: p/filler, message: "Sounds good to me, and that is it.", expect: follow_up, rule: vocab.filler}
+  - {id: n/filler, message: "The invoice is overdue", expect: substantive, not: vocab.filler}
+"""
+
+
+def judged_pack(pack_dir: Path, how: str) -> Path:
+    """The small test pack with a corpus beside it, as version 9.0.0 (so ``packs --require ^9`` lists it alone):
+    passing, failing (an example and a corpus case) or not compiling."""
+    where = pack_dir.parent / "corpus"
+    where.mkdir()
+    (where / "regressions.yaml").write_text(MINI_CORPUS, encoding="utf-8")
+    manifest = pack_dir / "pack.yaml"
+    manifest.write_text(manifest.read_text().replace("version: 1.0.0", "version: 9.0.0", 1))
+    if how == "fails":
+        vocab = pack_dir / "vocabulary.yaml"
+        vocab.write_text(vocab.read_text().replace('"Go with the other one."]',
+                                                   '"Go with the other one.", "Pick a card."]'))
+        (where / "regressions.yaml").write_text(MINI_CORPUS.replace("expect: correction,", "expect: substantive,"))
+    elif how == "does not compile":
+        path = pack_dir / "corrections.yaml"
+        path.write_text(path.read_text().replace("kind:", "kind: [", 1))
+    return pack_dir
+
+
+@pytest.mark.parametrize("how", ["passes", "fails", "does not compile"])
+def test_check_corpus_check_and_packs_check_give_one_verdict_through_one_call(how, pack_dir, monkeypatch, capsys):
+    import json
+
+    import cleo_rules.verify
+    from cleo_rules.cli import main
+
+    pack = judged_pack(pack_dir, how)
+    calls = []
+    real = cleo_rules.verify.check
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        calls.append(result)
+        return result
+
+    monkeypatch.setattr(cleo_rules.verify, "check", spy)
+    runs = {}
+    for name, argv in {"check": ["check", str(pack), "--json"],
+                       "corpus check": ["corpus", "check", str(pack), "--json"],
+                       "packs --check": ["packs", str(pack), "--check", "--require", "^9", "--json"]}.items():
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        runs[name] = (exc.value.code, json.loads(capsys.readouterr().out))
+    assert len(calls) == 3 and all(r.found.path == pack for r in calls)
+    ok = how == "passes"
+    assert [r.ok for r in calls] == [ok] * 3
+    errors = [[p.to_dict() for p in r.errors()] for r in calls]
+    assert errors[0] == errors[1] == errors[2] and bool(errors[0]) != ok
+    assert {code for code, _ in runs.values()} == {0 if ok else 1}
+    (listed,) = runs["packs --check"][1]["packs"]
+    assert runs["check"][1]["ok"] == runs["corpus check"][1]["ok"] == listed["ok"] == ok
+    if ok:
+        assert listed["status"] == f"ok ({calls[0].pack.content_hash})"
+    else:
+        error = calls[2].as_error()
+        assert error is not None
+        lead = error.problems[0].format().split("\n")[0]
+        assert listed["status"].startswith(f"error: {lead}")
+        if how == "fails":
+            assert {p["code"] for p in errors[0]} == {"E134", "E230"}

@@ -1,4 +1,7 @@
-"""What the commands share: the pack options, finding and naming the pack used, exit codes."""
+"""What the commands share: the pack and history options, finding and naming the pack used, exit codes.
+
+The memory store's ``--db`` and its opener are in :mod:`.store`.
+"""
 
 from __future__ import annotations
 
@@ -15,17 +18,15 @@ PACK_HELP = ("Rule pack: a directory, its pack.yaml, or an installed pack's name
              "else the bundled cleo-en.")
 
 pack_option = click.option("--pack", "pack_dir", default=None, metavar="DIR|NAME", help=PACK_HELP)
-history_option = click.option("--history", "-H", multiple=True, metavar="TEXT",
-                              help="An earlier turn, oldest first; repeat for more. A user message, or the "
-                                   "assistant's reply when it starts with 'assistant:' ('user:' marks a user "
-                                   "message that would otherwise look like one).")
 
 
 def history_items(texts) -> list:
     """``-H`` values as history items: ``"assistant: ..."`` is the assistant's reply, anything else the user's.
 
-    A leading ``"user: "`` is dropped, so a user message that itself starts
-    with "assistant:" can be given as ``"user: assistant: ..."``.
+    The items are those of the one history format (:mod:`cleo_rules.history`):
+    a string for a user message, ``{"role": "assistant", "content": ...}``
+    for a reply. A leading ``"user: "`` is dropped, so a user message that
+    itself starts with "assistant:" can be given as ``"user: assistant: ..."``.
     """
     items: list = []
     for text in texts:
@@ -38,6 +39,18 @@ def history_items(texts) -> list:
         else:
             items.append(text)
     return items
+
+
+def _history(ctx, param, values) -> list:
+    return history_items(values)
+
+
+#: ``--history/-H``, the same on every command that takes the conversation before a message: the command
+#: gets the history items (:func:`history_items`), oldest first
+history_option = click.option(
+    "--history", "-H", multiple=True, metavar="TEXT", callback=_history,
+    help="An earlier turn, oldest first; repeat for more. A user message, or the assistant's reply when it starts "
+         "with 'assistant:' ('user:' marks a user message that would otherwise look like one).")
 
 
 def find(spec):
@@ -55,8 +68,8 @@ def pack_line(pack, found) -> str:
 
 
 def pack_record(pack, found) -> dict:
-    """The pack used, for ``--json``."""
-    return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **found.to_dict()}
+    """The pack used, for ``--json`` (:meth:`~cleo_rules.pack.sources.FoundPack.record`)."""
+    return found.record(pack)
 
 
 def load_lenient(found, *, quiet: bool = False):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_CODES_HELP, find, pack_line, pack_record
-from .rules_cmds import emit, format_option, manifest_record
+from .common import EXIT_CODES_HELP, find, pack_line
+from .rules_cmds import format_option, show_check
 
 corpus_dir_option = click.option(
     "--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
@@ -103,42 +103,19 @@ def check(pack, corpus_dir, fmt, as_json, show_all):
       cleo-rules corpus check rules/ --json > corpus-report.json
       cleo-rules corpus check --format junit > corpus.xml
     """
-    from ..corpus import default_corpus_dir
-    from ..errors import PackError
-    from ..findings import CheckResult, from_problem, from_report, rule_refs
-    from ..verify import verify
+    from ..verify import check as check_pack
 
     fmt = "json" if as_json else fmt
-    found = find(pack)
-    try:
-        pack_obj = _compile(found, check_examples=False)
-    except PackError as exc:
-        record = manifest_record(found)
-        if fmt == "text":
-            click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({found.describe()})")
-            raise
-        if fmt == "json":
-            click.echo(json.dumps({"ok": False, "pack": record, "problems": [p.to_dict() for p in exc.problems]},
-                                  indent=2, ensure_ascii=False))
-        else:
-            emit(CheckResult("corpus check", record, findings=[from_problem(p) for p in exc.problems],
-                             summary="cleo-rules corpus check: the pack does not compile"), fmt)
-        sys.exit(1)
     # the corpus always runs (a missing one is a finding), and its report shows the pack's own examples too
-    report = verify(pack_obj, corpus_dir if corpus_dir is not None else default_corpus_dir(pack_obj)).corpus_view()
-    assert report is not None
-    if fmt == "json":
-        doc = report.to_dict()
-        doc["pack"] = pack_record(pack_obj, found)
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-    elif fmt == "text":
-        click.echo(f"pack: {pack_line(pack_obj, found)}")
-        click.echo(report.format(max_shown=0 if show_all else 20))
+    result = check_pack(find(pack), corpus_dir, corpus_required=True)
+    if fmt == "text" and result.pack is not None:
+        view = result.corpus_view()
+        assert view is not None
+        click.echo(f"pack: {pack_line(result.pack, result.found)}")
+        click.echo(view.format(max_shown=0 if show_all else 20))
     else:
-        refs = rule_refs(pack_obj)
-        emit(CheckResult("corpus check", pack_record(pack_obj, found), refs, from_report(report, refs),
-                         corpus_ran=True, summary=f"cleo-rules corpus check: {report.summary_line()}"), fmt)
-    if not report.ok:
+        show_check(result, fmt, "corpus check")
+    if not result.ok:
         sys.exit(1)
 
 

@@ -3,32 +3,20 @@
 A thin layer over a :class:`~cleo_rules.retrieval.memory.Memory`; every
 command takes the store as ``--db DIR`` (the embedded store) or ``--db
 postgresql://...`` (PostgreSQL, see :mod:`cleo_rules.retrieval.postgres`),
-or ``$CLEO_MEMORY_DB``.
+or ``$CLEO_MEMORY_DB``, as every command that takes a store does
+(:mod:`.store`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import warnings
-from contextlib import contextmanager
 
 import click
 
 from ..errors import UsageError
 from ..kinds import Source
-
-
-def _db_option(f):
-    return click.option(
-        "--db",
-        "db",
-        required=True,
-        envvar="CLEO_MEMORY_DB",
-        metavar="DIR|URL",
-        help="Memory store: a directory, or a postgresql:// URL (?tenant=NAME picks the tenant); "
-             "or set CLEO_MEMORY_DB. Only ingest creates one.",
-    )(f)
+from .store import db_option, open_store
 
 
 def _model_option(f):
@@ -42,38 +30,6 @@ def _model_option(f):
              "all-MiniLM-L6-v2 (ONNX int8). CLEO_EMBED_BACKEND=onnx|torch and CLEO_EMBED_THREADS=N (default 1) "
              "choose the backend and its threads.",
     )(f)
-
-
-@contextmanager
-def _open(db, *, create: bool = False, read_only: bool = False, **kwargs):
-    """Open the store, showing its repair warnings as ``Warning: ...`` lines.
-
-    Only ``ingest`` creates a store; the other commands need one
-    ("no memory store in DIR"), and those that only read open it read-only.
-    """
-    from ..extras import store_imports
-
-    with store_imports(db):
-        from ..retrieval import EmbeddingNotice, StoreWarning
-        from ..retrieval.locate import open_memory
-
-    shown = (StoreWarning, EmbeddingNotice)
-    with warnings.catch_warnings(record=True) as caught:
-        for category in shown:
-            warnings.simplefilter("always", category)
-        try:
-            store = open_memory(db, create=create, read_only=read_only, **kwargs)
-        except (TypeError, ValueError) as exc:  # impossible chunk settings, a malformed tenant name
-            raise UsageError(str(exc)) from None
-        try:
-            yield store
-        finally:
-            store.close()
-            for w in caught:
-                if issubclass(w.category, shown):
-                    click.echo(f"Warning: {w.message}", err=True)
-                else:
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -94,7 +50,7 @@ def memory():
 
 
 @memory.command()
-@_db_option
+@db_option
 @click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--sample", is_flag=True, help="Ingest the bundled sample memory instead of FILE.")
 @click.option("--strict", is_flag=True, help="Reject the whole file if any line is malformed (default: skip such lines).")
@@ -143,7 +99,7 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chun
         "chunk_max_chars": chunk_max_chars if chunk_max_chars is not None else DEFAULT_CHUNK_MAX_CHARS,
         "model_path": model_path,
     }
-    with _open(db, create=True, **options) as store:
+    with open_store(db, create=True, **options) as store:
         if show:
             with click.progressbar(length=total, label="Ingesting", file=sys.stderr) as bar:
                 report = store.ingest_jsonl(source, strict=strict, progress=bar.update, batch_size=batch_size)
@@ -163,7 +119,7 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chun
 
 
 @memory.command()
-@_db_option
+@db_option
 @click.argument("query")
 @click.option("--k", "k", default=5, show_default=True, type=click.IntRange(1, 1000), help="How many results.")
 @click.option(
@@ -180,7 +136,7 @@ def search(db, query, k, sources, floor, as_json, model_path):
     Example:
       cleo-rules memory search --db mem/ "which van insurance did we pick?" --k 3 --json
     """
-    with _open(db, read_only=True, model_path=model_path) as store:
+    with open_store(db, read_only=True, model_path=model_path) as store:
         try:
             response = store.search(query, k=k, sources=sources or tuple(Source), floor=floor)
         except (TypeError, ValueError) as exc:  # an empty query
@@ -204,7 +160,7 @@ def search(db, query, k, sources, floor, as_json, model_path):
 
 
 @memory.command()
-@_db_option
+@db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats(db, as_json):
     """Show what a memory store holds and the state of its indexes.
@@ -213,7 +169,7 @@ def stats(db, as_json):
     Example:
       cleo-rules memory stats --db mem/
     """
-    with _open(db, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         data = store.stats()
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -244,7 +200,7 @@ def stats(db, as_json):
 
 
 @memory.command()
-@_db_option
+@db_option
 @click.option("--reembed", is_flag=True, help="Encode every snippet and passage again first (after changing --model).")
 @_model_option
 def rebuild(db, reembed, model_path):
@@ -259,7 +215,7 @@ def rebuild(db, reembed, model_path):
     Example:
       cleo-rules memory rebuild --db mem/
     """
-    with _open(db, model_path=model_path) as store:
+    with open_store(db, model_path=model_path) as store:
         counts = store.rebuild(reembed=reembed)
     click.echo(
         f"rebuilt: {counts['conversation']} snippets, {counts['document']} passages in {counts['seconds']:.2f} s"
@@ -267,7 +223,7 @@ def rebuild(db, reembed, model_path):
 
 
 @memory.command()
-@_db_option
+@db_option
 @click.option("--conversation", "conversations", multiple=True, metavar="ID", help="A conversation to delete (repeatable).")
 @click.option("--document", "documents", multiple=True, metavar="ID", help="A document to delete (repeatable).")
 def delete(db, conversations, documents):
@@ -280,7 +236,7 @@ def delete(db, conversations, documents):
     if not conversations and not documents:
         raise UsageError("name at least one --conversation or --document to delete")
     missing = []
-    with _open(db) as store:
+    with open_store(db) as store:
         for cid in conversations:
             if not store.delete_conversation(cid):
                 missing.append(f"conversation {cid}")
@@ -291,3 +247,83 @@ def delete(db, conversations, documents):
     click.echo(f"deleted {deleted} item{'s' if deleted != 1 else ''}")
     if missing:
         raise UsageError("not found: " + ", ".join(missing))
+
+
+@memory.command()
+@db_option(metavar="URL", help="The PostgreSQL database: a postgresql:// URL (a ?tenant= in it is ignored); "
+                               "or set CLEO_MEMORY_DB.")
+@click.option("--adopt", "schema", default=None, metavar="SCHEMA",
+              help="Give SCHEMA to --tenant: record the tenant as its owner, and move it to that tenant's "
+                   "schema name if it has another.")
+@click.option("--tenant", default=None, metavar="NAME", help="The tenant --adopt gives SCHEMA to.")
+@click.option("--json", "as_json", is_flag=True, help="Print the schemas (or what --adopt did) as JSON.")
+def tenants(db, schema, tenant, as_json):
+    """List the tenants' schemas in a PostgreSQL database, the tenant each records, and its status.
+
+    Each tenant's schema records its tenant (OWNER), and a store refuses a
+    schema that records another, or that cannot tell whose it is (E308). The
+    statuses: ok (it records its tenant); unrecorded (made before owners
+    were recorded, its name is one tenant's only: recorded when that
+    tenant's store is next opened for writing); ambiguous (made before
+    owners were recorded, and its name is both a short tenant's and one an
+    earlier cleo-rules cut a long tenant name to); conflict (it records a
+    tenant whose schema is another name); orphan (no record, no tenant's
+    name); unreadable (this role may not read it). Resolve an ambiguous or
+    conflicting schema with --adopt SCHEMA --tenant NAME.
+
+    Exits 1 when a schema needs an operator (any status but ok and
+    unrecorded), 0 when none does, 2 on a usage or database error.
+
+    \b
+    Example:
+      cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo
+      cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo --adopt SCHEMA --tenant acme
+    """
+    from ..extras import is_postgres_url, store_imports
+
+    if not is_postgres_url(db):
+        raise UsageError(f"memory tenants lists the tenants of a PostgreSQL database (--db postgresql://...); "
+                         f"{db!s:.80} is a directory, which holds one store")
+    if (schema is None) != (tenant is None):
+        raise UsageError("--adopt SCHEMA and --tenant NAME go together")
+    with store_imports(db):
+        from ..retrieval.pg_owners import TOOL, adopt, list_schemas
+        from ..retrieval.pg_schema import parse_location
+        from ..retrieval.postgres import Database
+
+    with Database(parse_location(db).url, pool_size=1, read_only=schema is None) as database:
+        if schema is not None:
+            done = adopt(database, schema, tenant)
+            if as_json:
+                click.echo(json.dumps(done, indent=2))
+                return
+            was = f" (it recorded tenant {done['was']})" if done["was"] not in (None, tenant) else ""
+            moved = f", moved to {done['moved_to']}" if done["moved_to"] else ""
+            click.echo(f"schema {schema} is tenant {tenant}'s{moved}{was}")
+            return
+        entries = list_schemas(database)
+        where = database.where
+    attention = [e for e in entries if not e.fine]
+    if as_json:
+        click.echo(json.dumps({"database": where, "schemas": [e.to_dict() for e in entries]}, indent=2))
+    else:
+        rows = [("SCHEMA", "STATUS", "OWNER", "DOCUMENTS", "CONVERSATIONS")] + [
+            (e.schema, e.status, e.owner or "-", "-" if e.documents is None else str(e.documents),
+             "-" if e.conversations is None else str(e.conversations)) for e in entries]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            click.echo("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
+        counts: dict[str, int] = {}
+        for e in entries:
+            counts[e.status] = counts.get(e.status, 0) + 1
+        click.echo(f"{len(entries)} schema{'s' if len(entries) != 1 else ''} in {where}"
+                   + (": " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) if counts else ""))
+        for e in attention:
+            click.echo(f"{e.schema}: {e.status}: {e.detail}", err=True)
+        if any(e.status != "unreadable" for e in attention):
+            click.echo(f"Give each to its tenant with `{TOOL} --adopt SCHEMA --tenant NAME`.", err=True)
+        if any(e.status == "unreadable" for e in attention):
+            click.echo("Run this as a role that may read every tenant's schema (the database owner) to judge "
+                       "the unreadable ones.", err=True)
+    if attention:
+        sys.exit(1)

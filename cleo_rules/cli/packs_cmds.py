@@ -21,20 +21,18 @@ def _source(info) -> str:
 
 
 def _status(info, require) -> tuple[bool, str, str | None]:
-    """Judge one pack as the serving gate does: ``(ok, status text, hash)``.
+    """Judge one pack as ``cleo-rules check`` and the serving gate do: ``(ok, status text, hash)``.
 
-    Compiled, its version checked, then its examples and its corpus (when it
-    has one beside it) judged by :func:`cleo_rules.verify.verify`.
+    :func:`cleo_rules.verify.check`: compiled, its version checked, then its
+    examples and its corpus (when it has one beside it) judged.
     """
-    from ..errors import PackError
-    from ..pack.compile import load_pack
-    from ..verify import verify
+    from ..verify import check
 
     try:
-        pack = load_pack(info.path, check_examples=False, require=require)
-        errors = verify(pack).errors()
-        if errors:
-            raise PackError(errors, pack=str(info.path))
+        result = check(info.path, require=require)
+        error = result.as_error()
+        if error is not None:
+            raise error
     except CleoError as exc:
         problems = getattr(exc, "problems", ())
         errors = sum(1 for p in problems if p.severity == "error")
@@ -42,7 +40,8 @@ def _status(info, require) -> tuple[bool, str, str | None]:
         if errors > 1:
             lead += f" (and {errors - 1} more)"
         return False, f"error: {lead}", None
-    return True, f"ok ({pack.content_hash})", pack.content_hash
+    assert result.pack is not None
+    return True, f"ok ({result.pack.content_hash})", result.pack.content_hash
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:

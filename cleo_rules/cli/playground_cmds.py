@@ -9,7 +9,7 @@ import click
 
 from ..errors import UsageError
 from .common import EXIT_CODES_HELP, PACK_HELP
-from .serve_cmds import SERVE_MODULES, _missing
+from .serve_cmds import SERVE_MODULES, _missing, allowed_hosts_option
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -21,7 +21,8 @@ from .serve_cmds import SERVE_MODULES, _missing
                    "installed cleo-rules).")
 @click.option("--watch-interval", default=0.5, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds between polls of the pack directory.")
-def playground(pack, port, writable_corpus, watch_interval):
+@allowed_hosts_option
+def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
     """Serve the playground for conversation designers on 127.0.0.1 and print its URL.
 
     The page classifies a conversation turn by turn (kind, rule with its
@@ -45,8 +46,11 @@ def playground(pack, port, writable_corpus, watch_interval):
         raise UsageError(f"the playground needs the serve extra ({', '.join(missing)} missing): "
                          f"pip install 'cleo-rules[serve]'")
     found = find_pack(pack)  # as every other command finds its pack; a pack that is not there is an error now
-    settings = Settings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
-                        writable_corpus=writable_corpus)
+    try:
+        settings = Settings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
+                            writable_corpus=writable_corpus, allowed_hosts=tuple(allowed_hosts))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from ..serve import run

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
 from .common import (
-    EXIT_CODES_HELP, error_line, find, history_error, history_items, history_option, load_lenient, pack_line, pack_option,
-    pack_record,
+    EXIT_CODES_HELP, error_line, find, history_error, history_option, load_lenient, pack_line, pack_option, pack_record,
     stream_lines,
 )
 
@@ -43,13 +41,41 @@ def emit(result, fmt: str) -> None:
     click.echo(render(result, fmt, tool_version=_version()), nl=False)
 
 
-def manifest_record(found) -> dict:
-    """Name and version from the manifest alone, for a pack that does not compile."""
-    from ..pack.sources import pack_info
+def show_check(result, fmt: str, command: str = "check") -> None:
+    """Print a :class:`~cleo_rules.verify.PackCheck` in ``fmt``, as ``check`` (or ``corpus check``) does."""
+    if fmt == "json":
+        doc = result.to_dict() if command == "check" else result.corpus_dict()
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif fmt != "text":
+        emit(result.findings(command), fmt)
+    elif result.pack is None:
+        record = result.record()
+        click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({result.found.describe()})")
+        assert result.error is not None
+        if command != "check":
+            raise result.error  # `Error: ...` and its exit code, as for any pack that does not compile
+        click.echo(result.error.report(), err=True)
+    else:
+        _check_text(result)
 
-    info = pack_info(found.path)
-    return {"name": info.name if not info.error else "?", "version": info.version or "?", "hash": None,
-            **found.to_dict()}
+
+def _check_text(result) -> None:
+    from ..errors import PackError
+
+    pack, found, verdict = result.pack, result.found, result.verdict
+    click.echo(f"pack: {pack_line(pack, found)}")
+    if verdict.problems:
+        click.echo(PackError(verdict.problems, pack=str(found.path)).report(), err=True)
+    else:
+        click.echo(f"ok: {len(pack.corrections)} corrections, {len(pack.follow_ups)} follow-up patterns, "
+                   f"{len(pack.vocab_sets)} vocabulary sets")
+    report = verdict.corpus_report
+    if report is not None and not report.ok:
+        click.echo(report.format(table=False), err=True)
+    if report is not None:
+        click.echo(f"corpus {report.summary_line()}")
+    elif result.skipped:
+        click.echo(f"corpus: {result.skipped}")
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -74,74 +100,12 @@ def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
       cleo-rules check rules/
       cleo-rules check --format sarif > cleo-rules.sarif
     """
-    from ..errors import PackError
-    from ..findings import CheckResult, from_problem, from_report, rule_refs
-    from ..pack.compile import compile_pack
-    from ..verify import verify
+    from ..verify import check as check_pack
 
-    fmt = "json" if as_json else fmt
-    found = find(pack_dir)
-    try:
-        pack = compile_pack(found.path, check_examples=False)
-    except PackError as exc:
-        record = manifest_record(found)
-        if fmt == "json":
-            click.echo(json.dumps({"ok": False, "pack": record, "problems": [p.to_dict() for p in exc.problems]},
-                                  indent=2, ensure_ascii=False))
-        elif fmt == "text":
-            click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({found.describe()})")
-            click.echo(exc.report(), err=True)
-        else:
-            errors = sum(1 for p in exc.problems if p.severity == "error")
-            emit(CheckResult("check", record, findings=[from_problem(p) for p in exc.problems],
-                             summary=f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"), fmt)
-        sys.exit(1)
     # examples are judged after compiling, so the corpus still runs and one check shows everything a change broke
-    verdict = verify(pack, corpus_dir, corpus=not no_corpus)
-    examples = list(verdict.problems)
-    report = verdict.corpus_report
-    summary: dict = {
-        "ok": verdict.ok, "pack": pack_record(pack, found),
-        "corrections": len(pack.corrections), "follow_ups": len(pack.follow_ups),
-        "vocabulary_sets": len(pack.vocab_sets),
-    }
-    if examples:
-        summary["problems"] = [p.to_dict() for p in examples]
-    skipped = None
-    if report is None and not no_corpus:
-        from ..corpus import default_corpus_dir
-
-        skipped = f"no corpus at {default_corpus_dir(pack)}; `cleo-rules corpus build` creates one"
-    if report is not None:
-        summary["corpus"] = report.to_dict()
-    elif skipped or no_corpus:
-        summary["corpus"] = {"skipped": skipped or "--no-corpus"}
-    if fmt == "json":
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
-    elif fmt == "text":
-        click.echo(f"pack: {pack_line(pack, found)}")
-        if examples:
-            click.echo(PackError(examples, pack=str(found.path)).report(), err=True)
-        else:
-            click.echo(f"ok: {len(pack.corrections)} corrections, {len(pack.follow_ups)} follow-up patterns, "
-                       f"{len(pack.vocab_sets)} vocabulary sets")
-        if report is not None and report.ok:
-            click.echo(f"corpus {report.summary_line()}")
-        elif report is not None:
-            click.echo(report.format(table=False), err=True)
-            click.echo(f"corpus {report.summary_line()}")
-        elif skipped:
-            click.echo(f"corpus: {skipped}")
-    else:
-        refs = rule_refs(pack)
-        findings = [from_problem(p) for p in examples]
-        if report is not None:
-            findings += from_report(report, refs)
-        line = (f"cleo-rules check: {pack.name} {pack.version}: "
-                + ("ok" if summary["ok"] else f"{sum(1 for f in findings if f.severity == 'error')} findings")
-                + (f"; corpus {report.summary_line()}" if report is not None else ""))
-        emit(CheckResult("check", summary["pack"], refs, findings, corpus_ran=report is not None, summary=line), fmt)
-    if not summary["ok"]:
+    result = check_pack(find(pack_dir), corpus_dir, corpus=not no_corpus)
+    show_check(result, "json" if as_json else fmt)
+    if not result.ok:
         sys.exit(1)
 
 
@@ -220,7 +184,7 @@ def classify(message, history, pack_dir, jsonl, as_json):
     found = find(pack_dir)
     pack, _ = load_lenient(found)
     if message is not None:
-        decision = pack.classify(message, history_items(history))
+        decision = pack.classify(message, history)
         click.echo(json.dumps(_record(decision, found), ensure_ascii=False) if as_json else _human(decision, pack, found))
         return
     failed = 0
@@ -260,7 +224,7 @@ def explain(message, history, pack_dir, as_json):
     """
     found = find(pack_dir)
     pack, failing = load_lenient(found)
-    ex = pack.explain(message, history_items(history))
+    ex = pack.explain(message, history)
     if as_json:
         doc = ex.to_dict()
         doc["pack"] = pack_record(pack, found)

@@ -23,6 +23,17 @@ def _missing(modules) -> list[str]:
     return [m for m in modules if importlib.util.find_spec(m) is None]
 
 
+#: names a request's Host may give besides this machine's own, for both commands; also $CLEO_RULES_ALLOWED_HOSTS
+ALLOWED_HOSTS_ENV = "CLEO_RULES_ALLOWED_HOSTS"
+allowed_hosts_option = click.option(
+    "--allowed-hosts", "allowed_hosts", multiple=True, metavar="NAMES", envvar=ALLOWED_HOSTS_ENV,
+    show_envvar=True,
+    help="Host names a request's Host header may give besides localhost, 127.0.0.1 and [::1] (a reverse proxy "
+         "on this machine): 'cleo.example.com', '.example.com' for it and its subdomains, an IP address; "
+         "comma-separated or repeated. Without --keys any other Host is refused (403), against DNS rebinding; "
+         "with --keys the Host is checked only when this is given.")
+
+
 def _limit(name: str, help: str, kind: Any = int, **kwargs):
     return click.option(f"--{name.replace('_', '-')}", name, type=kind, default=DEFAULTS[name], show_default=True,
                         help=help, **kwargs)
@@ -65,7 +76,9 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
 @click.option("--writable-corpus", is_flag=True,
               help="Let the playground (at /) append saved regressions to corpus/regressions.yaml beside the pack "
                    "(never into an installed cleo-rules).")
-def serve(pack, require, memory, model, host, port, keys, new_key, access_log, writable_corpus, **limits):
+@allowed_hosts_option
+def serve(pack, require, memory, model, host, port, keys, new_key, access_log, writable_corpus, allowed_hosts,
+          **limits):
     """Serve classify, turns, memory, pack status, health and metrics over HTTP.
 
     One process (run more behind a load balancer to scale out). With
@@ -104,7 +117,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
             raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
     try:
         settings = Settings(pack=pack, require=require, memory=memory, model=model, host=host, port=port, keys=keys,
-                            access_log=access_log, writable_corpus=writable_corpus, **limits)
+                            access_log=access_log, writable_corpus=writable_corpus,
+                            allowed_hosts=tuple(allowed_hosts), **limits)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if pack is not None:

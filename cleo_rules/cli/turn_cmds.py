@@ -1,8 +1,10 @@
 """``cleo-rules turn``, ``cleo-rules demo`` and ``cleo-rules relevance``.
 
-Thin click wrappers over :mod:`cleo_rules.turn` and :mod:`cleo_rules.relevance`.
-Library errors are :class:`~cleo_rules.errors.CleoError` and become
-``Error: ...`` with exit code 1 in :func:`cleo_rules.cli.main`.
+Thin click wrappers over :mod:`cleo_rules.turn` and :mod:`cleo_rules.relevance`;
+the store is ``--db`` (or ``$CLEO_MEMORY_DB``), opened by :mod:`.store`, and
+``-H`` is the history option every command shares. Library errors are
+:class:`~cleo_rules.errors.CleoError` and become ``Error: ...`` with the exit
+code of their category in :func:`cleo_rules.cli.main`.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from ..shaping import render
-from .common import EXIT_CODES_HELP, PACK_HELP, error_line, find, history_error, pack_line, pack_record, stream_lines
+from ..shaping import as_follow_up
+from .common import (
+    EXIT_CODES_HELP, PACK_HELP, error_line, find, history_error, history_option, pack_line, pack_record, stream_lines,
+)
+from .store import db_option, open_store
 
 
 def _load_pack(pack):
@@ -31,28 +36,13 @@ def _load_pack(pack):
     return compile_pack(found.path), found
 
 
-DB_HELP = "Memory store: a directory, or a postgresql:// URL (?tenant=NAME picks the tenant)."
-
-
-def _open_store(db, *, read_only: bool = False):
-    """An existing store (``no memory store in DIR`` otherwise); ``read_only`` opens it read-only."""
-    from ..extras import store_imports
-
-    with store_imports(db):
-        from ..retrieval.locate import open_memory
-    try:
-        return open_memory(db, create=False, read_only=read_only)
-    except ValueError as exc:  # a malformed tenant name
-        raise UsageError(str(exc)) from None
-
-
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("message", required=False)
-@click.option("--db", required=True, metavar="DIR|URL", help=DB_HELP)
+@db_option
 @click.option("--jsonl", is_flag=True, help="Read {\"message\", \"history\"} JSON lines from stdin, write one JSON line "
                                             "per turn; a line that cannot be run gets {\"error\": {...}, \"line\": n} "
                                             "and the stream goes on (exit 2 at the end).")
-@click.option("--history", "-H", multiple=True, help="An earlier user message, oldest first (repeatable; without --jsonl).")
+@history_option
 @click.option("--k", "-k", default=5, show_default=True, type=click.IntRange(1, 100), help="Results per search.")
 @click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP)
 @click.option("--no-trace", is_flag=True, help="Do not record traces in the store (it is then opened read-only).")
@@ -86,8 +76,6 @@ def turn(message, db, jsonl, history, k, pack, no_trace, trace_redact, trace_max
     from ..trace import DEFAULT_MAX_CHARS
 
     trace = {"enabled": not no_trace, "redact": trace_redact, "max_chars": trace_max_chars or DEFAULT_MAX_CHARS}
-    recall = Recall(_open_store(db, read_only=no_trace), pack_obj, k=k, trace=trace)
-
     failed = 0
 
     def report(error) -> None:
@@ -97,9 +85,10 @@ def turn(message, db, jsonl, history, k, pack, no_trace, trace_redact, trace_max
     def line_for(t) -> str:
         return json.dumps({**t.to_dict(timings=timings), "pack": used}, ensure_ascii=False)
 
-    try:
+    with open_store(db, read_only=no_trace) as store:
+        recall = Recall(store, pack_obj, k=k, trace=trace)
         if message is not None:
-            click.echo(line_for(recall.turn(message, list(history))))
+            click.echo(line_for(recall.turn(message, history)))
             return
         for number, item in stream_lines(sys.stdin):
             if not isinstance(item, tuple):
@@ -114,8 +103,6 @@ def turn(message, db, jsonl, history, k, pack, no_trace, trace_redact, trace_max
                 report(history_error(exc, number))
                 continue
             click.echo(out)
-    finally:
-        recall.close()
     if failed:
         sys.exit(2)
 
@@ -182,7 +169,8 @@ def _print_turn(n: int, t, *, width: int, context: bool, compare=None, reply: st
 
 @click.command()
 @click.option("--db", type=click.Path(file_okay=False), default=None,
-              help="Build the sample memory here and keep it (default: a temporary directory, removed afterwards).")
+              help="Build the sample memory here and keep it (default: a temporary directory, removed afterwards; "
+                   "$CLEO_MEMORY_DB is not read, so the sample never lands in a store by accident).")
 @click.option("--k", "-k", default=3, show_default=True, type=click.IntRange(1, 20), help="Results per search.")
 @click.option("--pack", default=None, metavar="DIR|NAME", help=PACK_HELP)
 @click.option("--context", "show_context", is_flag=True, help="Also print each turn's context block.")
@@ -206,7 +194,6 @@ def demo(db, k, pack, show_context, compare):
       cleo-rules demo
       cleo-rules demo --db ./sample-memory --context
     """
-    from ..retrieval import MemoryStore
     from ..turn import Recall
 
     memory_path, conversation_path = _demo_paths()
@@ -227,21 +214,18 @@ def demo(db, k, pack, show_context, compare):
             done += lines
             click.echo(f"  {min(done, total)}/{total} items embedded", err=True)
 
-        with MemoryStore.open(db) as store:
+        with open_store(db, create=True) as store:
             report = store.ingest_jsonl(memory_path, progress=progress)
             click.echo(f"  {_ingest_summary(report)} in {time.perf_counter() - started:.1f} s", err=True)
             click.echo(f"Replaying {len(rows)} turns with pack {pack_line(pack_obj, found)}, k={k}\n", err=True)
             width = min(shutil.get_terminal_size((100, 20)).columns, 110)
             recall = Recall(store, pack_obj, k=k)
-            history: list[str] = []
-            last_substantive = None
+            history: list[str] = []  # the user's messages: the replies are for reading only
             for n, row in enumerate(rows, 1):
                 t = recall.turn(row["message"], history)
                 _print_turn(n, t, width=width, context=show_context, reply=row.get("assistant"),
-                            compare=_comparison(store, pack_obj, t, last_substantive, k) if compare else None)
+                            compare=_comparison(store, pack_obj, t, history, k) if compare else None)
                 history.append(row["message"])
-                if t.kind == "substantive":
-                    last_substantive = row["message"]
         click.echo(f"Done in {time.perf_counter() - started:.1f} s.", err=True)
         if tmp is None:
             click.echo(f"The memory and its traces are kept in {db}. Try:\n"
@@ -251,17 +235,20 @@ def demo(db, k, pack, show_context, compare):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _comparison(store, pack, t, last_substantive: str | None, k: int):
+def _comparison(store, pack, t, history, k: int):
     """What the other choice would have recalled: ``(label, results)`` or ``None``.
 
     A combined follow-up is compared with its raw message searched as typed;
-    a correction with the query combining would have given.
+    a correction with the query the library would have shaped for it as a
+    follow-up (:func:`cleo_rules.shaping.as_follow_up`), when there is
+    anything to combine it with.
     """
     if t.decision.anchor:
         return "searched as typed", store.search(t.decision.message, k=k).results
-    if t.kind == "correction" and last_substantive:
-        combined = render(pack.settings.combine, anchor=last_substantive, message=t.decision.message)
-        return "combined with the earlier message", store.search(combined, k=k).results
+    if t.kind == "correction":
+        query, parts, _ = as_follow_up(pack, t.decision.message, history)
+        if any(part.name != "message" for part in parts):
+            return "combined with the earlier message", store.search(query, k=k).results
     return None
 
 
@@ -306,7 +293,7 @@ def relevance():
 
 
 @relevance.command("sample")
-@click.option("--db", required=True, metavar="DIR|URL", help=DB_HELP)
+@db_option
 @click.option("--n", "n", required=True, type=click.IntRange(1), help="How many pairs to draw.")
 @click.option("--since", default=None, help="Only turns at or after this ISO date or time.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed; same seed, same sample.")
@@ -324,7 +311,7 @@ def relevance_sample(db, n, since, seed, out):
     """
     from ..relevance import sample_pairs
 
-    with _open_store(db, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         pairs = sample_pairs(store, n, since=_since(since), seed=seed)
     text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     if out == "-":
@@ -339,7 +326,7 @@ def relevance_sample(db, n, since, seed, out):
 
 
 @relevance.command("score")
-@click.option("--db", required=True, metavar="DIR|URL", help=DB_HELP)
+@db_option
 @click.option("--judgments", required=True, type=click.Path(dir_okay=False), help="Judged JSONL file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def relevance_score(db, judgments, as_json):
@@ -351,7 +338,7 @@ def relevance_score(db, judgments, as_json):
     """
     from ..relevance import score_judgments
 
-    with _open_store(db, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         report = score_judgments(store, judgments)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))

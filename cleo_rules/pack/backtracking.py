@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from .. import timed
 from .._sre import ALPHABET, SINGLE, UNBOUNDED, C, class_chars, first_chars, is_repeat, parse
 
 __all__ = ["UNREADABLE", "probe", "readable", "static_risk"]
@@ -350,7 +351,13 @@ def _pump_chars(items) -> set[str]:
 
 
 def probe(compiled, pattern: str, *, budget: float = 0.25) -> str | None:
-    """Run ``compiled`` on pumped failing strings, after each prefix the pattern requires; report the first that times out."""
+    """Run ``compiled`` on pumped failing strings, after each prefix the pattern requires; report the first that times out.
+
+    A timeout counts only when it is reproducible (:func:`cleo_rules.timed.search`
+    with :data:`~cleo_rules.timed.GATE_TRIES`): ``regex`` charges a search with
+    the CPU time of every thread of the process, so on a busy process a fast
+    pattern can run out of its budget once; a catastrophic one does every time.
+    """
     pumps = {"a", " ", "1", "ab", "a ", ", "}
     pumps.update(c for c in pattern if c.isalnum())
     parsed = readable(pattern)
@@ -364,7 +371,7 @@ def probe(compiled, pattern: str, *, budget: float = 0.25) -> str | None:
             for tail in ("\u0000!", "!\u0000"):
                 text = prefix + pump * 40 + tail
                 try:
-                    compiled.search(text, timeout=budget)
+                    timed.search(compiled.search, text, budget, tries=timed.GATE_TRIES)
                 except TimeoutError:
                     after = f" after {prefix!r}" if prefix else ""
                     return f"took over {budget:.2f}s on {pump!r} repeated 40 times{after}"

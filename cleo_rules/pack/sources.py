@@ -465,6 +465,18 @@ class FoundPack:
         return {"path": display(self.path), "found_by": self.source,
                 "config": display(self.config) if self.config is not None else None}
 
+    def record(self, pack=None) -> dict:
+        """The pack used, for JSON: name, version and hash of the compiled ``pack``, then :meth:`to_dict`.
+
+        Without ``pack`` (one that does not compile) the name and version come
+        from the manifest alone (``"?"`` when it lacks them) and the hash is null.
+        """
+        if pack is not None:
+            return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **self.to_dict()}
+        info = pack_info(self.path)
+        return {"name": info.name if not info.error else "?", "version": info.version or "?", "hash": None,
+                **self.to_dict()}
+
 
 def _nearest_pyproject(start: Path) -> Path | None:
     for directory in (start, *start.parents):

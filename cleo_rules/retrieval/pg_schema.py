@@ -7,7 +7,9 @@ A location is a libpq URL, optionally naming the tenant::
 ``tenant`` (default ``"default"``) is taken off before the URL reaches
 libpq; every other parameter (``host=/run/postgresql``, ``sslmode=...``)
 goes through. Tenant ``acme`` lives in schema ``cleo_acme``
-(:func:`schema_name`): the same tables as the embedded store's SQLite
+(:func:`~cleo_rules.retrieval.pg_names.schema_name`: no two tenants share
+one, however long their names), whose ``meta`` row ``tenant`` records whose
+it is (:mod:`~cleo_rules.retrieval.pg_owners`): the same tables as the embedded store's SQLite
 database (:data:`~cleo_rules.retrieval.schema.TABLES` describes both), with
 each snippet's and passage's vector in a ``vector(dim)`` column under an
 HNSW index (``vector_cosine_ops``), and the turn traces beside them.
@@ -23,25 +25,19 @@ quoted schema and psycopg's ``%(name)s`` parameters.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import StoreError
 from ..kinds import Source
+from .pg_names import schema_name, valid_tenant
 from .schema import TABLES, SourceTable
 
 __all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",
            "parse_location", "schema_name"]
 
 DEFAULT_TENANT = "default"
-SCHEMA_PREFIX = "cleo_"
-TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-"""A tenant's name, as the service accepts it: lower-case letters, digits, ``_`` and ``-``."""
-
-MAX_IDENTIFIER = 63  # PostgreSQL's NAMEDATALEN - 1
 
 
 @dataclass(frozen=True)
@@ -69,10 +65,6 @@ class Location:
 def _join(scheme: str, netloc: str, path: str, query: str, fragment: str) -> str:
     """A URL from its parts, keeping ``//`` when the host is empty (``postgresql:///db?host=/run/...``)."""
     return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
-
-
-def valid_tenant(name) -> bool:
-    return isinstance(name, str) and TENANT_PATTERN.fullmatch(name) is not None
 
 
 def parse_location(location: str, tenant: str | None = None) -> Location:
@@ -103,15 +95,6 @@ def display_url(url: str) -> str:
         netloc = f"{credentials}@{host}"
     query = [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
     return _join(parts.scheme, netloc, parts.path, urlencode(query, safe="/:*"), parts.fragment)
-
-
-def schema_name(tenant: str) -> str:
-    """The schema of ``tenant``: ``cleo_<tenant>``, shortened with a hash past 63 characters."""
-    name = SCHEMA_PREFIX + tenant
-    if len(name) <= MAX_IDENTIFIER:
-        return name
-    digest = hashlib.sha256(tenant.encode()).hexdigest()[:12]
-    return name[: MAX_IDENTIFIER - len(digest) - 1] + "_" + digest
 
 
 def quote(identifier: str) -> str:

@@ -48,7 +48,7 @@ class PgSearch(TenantSchema):
             if not isinstance(item, str):
                 raise TypeError(f"item ids are strings, not {type(item).__name__}")
             source = source_of_item(item)
-            if source is not None:
+            if source is not None and "\x00" not in item:  # no stored id holds a NUL (no PostgreSQL text can)
                 wanted[source.value].append(item)
         if not any(wanted.values()):
             return {}

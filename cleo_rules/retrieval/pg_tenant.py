@@ -23,6 +23,7 @@ import psycopg
 from ..errors import StoreError
 from .encoding import check_model, encode, load_model
 from .pg_database import Database
+from .pg_owners import OWNER_KEY, legacy_claim, lock_key, refusal
 from .pg_schema import Location, check_version, display_url, latest, quote, steps
 from .provenance import META_KEYS, EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
 from .schema import Source, now
@@ -95,20 +96,49 @@ class TenantSchema:
     # -- the schema, and its version ---------------------------------------
 
     def _prepare_schema(self, *, create: bool) -> None:
+        """Open the tenant's schema (creating or upgrading it), once it is sure to be this tenant's.
+
+        The owner the schema records is checked before anything else is read
+        (:mod:`~cleo_rules.retrieval.pg_owners`): another tenant's, or one
+        whose owner cannot be told, is refused (E308); one made before owners
+        were recorded whose name is this tenant's only gets its record here,
+        when the store may write.
+        """
         with self._connection() as conn:
             exists = conn.execute("SELECT to_regclass(%s)", [f"{self.q}.meta"]).fetchone()
             if exists is None or exists[0] is None:
+                refused = legacy_claim(conn, self.location, self.location.tenant)
+                if refused is not None:
+                    raise refused
                 if not create:
                     raise StoreError(self._no_store_message(), code="E301")
                 self._migrate(conn)
             else:
+                self._check_owner(conn)
                 meta = self._read_meta(conn)
                 version = check_version(meta.get("schema_version"), self.location, read_only=not create)
                 if version < latest():
                     self._migrate(conn)
             meta = self._read_meta(conn)
+            self._check_owner(conn, meta)  # as created or migrated, perhaps by another process meanwhile
         self.schema_version = int(meta["schema_version"])
         self._remember_model(meta.get("model"), meta.get("dim"))
+
+    def _check_owner(self, conn, meta: dict | None = None) -> None:
+        """Refuse the schema unless it is this tenant's; record the tenant where none is and the store may write."""
+        recorded = (meta if meta is not None else self._owner_row(conn)).get(OWNER_KEY)
+        refused = refusal(self.location, self.schema, self.location.tenant, recorded)
+        if refused is not None:
+            raise refused
+        if recorded is None and meta is None and not self.read_only:
+            with conn.transaction():  # the name says whose it is: record it, once
+                conn.execute(self._sql("INSERT INTO {s}.meta (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                                       "DO NOTHING"), [OWNER_KEY, self.location.tenant])
+                self._check_owner(conn, self._owner_row(conn))
+
+    def _owner_row(self, conn) -> dict:
+        row = conn.execute(self._sql("SELECT value FROM {s}.meta WHERE key = %s"), [OWNER_KEY]).fetchone()
+        return {OWNER_KEY: row[0]} if row is not None else {}
 
     def _no_store_message(self) -> str:
         return (f"no memory store in {self.location} (create one with `cleo-rules memory ingest --db URL FILE`, "
@@ -130,7 +160,7 @@ class TenantSchema:
         sees its tables (one that started before might not, in the catalogue
         caches), so the second process finds the work done.
         """
-        key = [f"cleo-rules:{self.schema}"]
+        key = [lock_key(self.schema)]
         conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", key)
         try:
             self._migrate_locked(conn)
@@ -154,7 +184,7 @@ class TenantSchema:
                     conn.execute(self._sql(statement))
             if current == 0:
                 rows = [("schema_version", str(latest())), ("created_at", now()), ("store_id", uuid.uuid4().hex),
-                        ("model", None), ("dim", None)]
+                        ("model", None), ("dim", None), (OWNER_KEY, self.location.tenant)]
                 with conn.cursor() as cur:
                     cur.executemany(self._sql("INSERT INTO {s}.meta (key, value) VALUES (%s, %s)"), rows)
             else:

@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import IngestError, StoreError
 from .ingest import IngestReport, ingest_lines, open_lines
 from .pg_database import guarded
+from .pg_owners import lock_key
 from .pg_schema import EXISTING_SQL, create_index_sql, index_name, insert_messages_sql, insert_piece_sql, upsert_parent_sql
 from .pg_tenant import TenantSchema
 from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
@@ -106,7 +107,7 @@ class PgWrites(TenantSchema):
                 return 0.0
             with conn.transaction():
                 # one builder at a time; a second finds the work done
-                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", [f"cleo-rules:{self.schema}"])
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", [lock_key(self.schema)])
                 meta = self._read_meta(conn)
                 self._remember_model(meta.get("model"), meta.get("dim"))
                 missing, _ = self._index_state(conn)
@@ -198,6 +199,8 @@ class PgWrites(TenantSchema):
     def _delete(self, source: Source, id: str) -> bool:
         self._check_writable()
         table = TABLES[source]
+        if isinstance(id, str) and "\x00" in id:  # no stored id holds a NUL (no PostgreSQL text can): nothing to delete
+            return False
         with self._connection() as conn, conn.transaction():
             # pieces and messages go with their parent (ON DELETE CASCADE), in the same transaction
             gone = conn.execute(self._sql(f"DELETE FROM {{s}}.{table.parent} WHERE id = %s"), [id]).rowcount

@@ -52,12 +52,21 @@ def _nonempty_string(value) -> str | None:
     return None
 
 
+def _nul_problem(key: str, where: str, value: str) -> list[RecordProblem]:
+    """A NUL character (U+0000): valid Unicode, but no PostgreSQL text holds one, so neither store takes it."""
+    at = value.find("\x00")
+    if at < 0:
+        return []
+    return [("E322", where, f"{key!r} at {where} holds a NUL character (U+0000 at character {at}), which the "
+                            "memory does not store")]
+
+
 def _string_problem(key: str, where: str, value) -> list[RecordProblem]:
     msg = _nonempty_string(value)
     if msg is None:
         at = lone_surrogate(value)
         if at is None:
-            return []
+            return _nul_problem(key, where, value)
         return [("E319", where, f"{key!r} at {where} holds a lone surrogate (U+{ord(value[at]):04X} at character "
                                 f"{at}), which is not valid Unicode")]
     return [("E314" if "string" in msg else "E315", where, f"{key!r} {msg}")]
@@ -69,7 +78,9 @@ def validate_record(obj) -> list[RecordProblem]:
     A record is ``{"type": "conversation", "id", "title", "date", "messages":
     [{"role", "text"}, ...]}`` or ``{"type": "document", "id", "title",
     "date", "text"}``. Strings must not be empty nor hold a lone surrogate
-    (such text is not Unicode); dates are ISO 8601.
+    (such text is not Unicode) or a NUL character (which no PostgreSQL text
+    holds: both stores refuse it, so a line means the same to either); dates
+    are ISO 8601.
     """
     if not isinstance(obj, dict):
         return [("E312", "", f"a line must hold a JSON object, not {type(obj).__name__}")]
@@ -86,7 +97,9 @@ def validate_record(obj) -> list[RecordProblem]:
     for key in ("id", "title"):
         if key in obj:
             problems += _string_problem(key, f"/{key}", obj[key])
-    if "date" in obj and (msg := date_problem(obj["date"])):  # an ISO date is ASCII: no surrogate passes
+    if "date" in obj and isinstance(obj["date"], str) and (nul := _nul_problem("date", "/date", obj["date"])):
+        problems += nul  # datetime.fromisoformat lets a trailing NUL through some forms
+    elif "date" in obj and (msg := date_problem(obj["date"])):  # an ISO date is ASCII: no surrogate passes
         problems.append(("E317", "/date", f"'date' {msg}"))
     if kind == Source.DOCUMENT and "text" in obj:
         problems += _string_problem("text", "/text", obj["text"])

@@ -41,6 +41,7 @@ from starlette.routing import Route
 from ..errors import CleoError, IngestError, PackError
 from ..kinds import Source
 from . import openapi, playground
+from .hosts import HostGuard
 from .responses import JSON_TYPES, json_response
 from .keys import KeyRing
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -583,7 +584,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     app = Starlette(
         routes=_endpoints(service) + playground.routes(service),
-        middleware=[Middleware(Frame, service=service)],
+        middleware=[Middleware(Frame, service=service),
+                    Middleware(HostGuard, allowed=settings.allowed_hosts,
+                               check_host=settings.keys is None or bool(settings.allowed_hosts))],
         exception_handlers=cast(Any, {ServiceError: _on_service_error, HTTPException: _on_http_exception}),  # Starlette's handler type is not generic in the exception
         lifespan=lifespan,
     )

@@ -241,7 +241,9 @@ def _response_schemas() -> dict:
 def _problems(*statuses: int) -> dict:
     described = {
         400: "The body or a field is wrong (`field` names it).",
-        401: "No valid key.", 403: "The key does not cover this tenant.",
+        401: "No valid key.",
+        403: "The key does not cover this tenant; or the Host is not one the service answers to, or a change "
+             "came from another origin (`type` says which).",
         404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
         409: "The regression was not written (`yaml` holds it).",
         422: "The pack on disk was rejected.",
@@ -261,14 +263,14 @@ def document(settings, *, keys: bool) -> dict:
         version = metadata.version("cleo-rules")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
         version = "0"
-    auth = [401, 403] if keys else []
+    auth = [401] if keys else []  # 403 is every operation's: a key's tenants, a foreign Host or Origin
     tenant = {"name": "tenant", "in": "path", "required": True,
               "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"}}
 
     def op(summary, *, body=None, ok, statuses, params=(), body_type="application/json", secured=True, query=()):
         operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
                                                        else {"description": "OK"}}}
-        operation["responses"].update(_problems(*sorted(set(statuses) | (set(auth) if secured else set()))))
+        operation["responses"].update(_problems(*sorted(set(statuses) | {403} | (set(auth) if secured else set()))))
         if body is not None:
             operation["requestBody"] = {"required": True, "content": {body_type: {"schema": body}}}
         parameters = list(params) + list(query)
@@ -350,7 +352,11 @@ def document(settings, *, keys: bool) -> dict:
         "openapi": "3.1.0",
         "info": {"title": "cleo-rules", "version": version,
                  "description": "Decide, before retrieval, what an assistant with memory should search for on "
-                                "each user turn; run turns against each tenant's memory."},
+                                "each user turn; run turns against each tenant's memory. "
+                                + ("Every request's Host must name this machine or an allowed host. " if
+                                   not keys or settings.allowed_hosts else "")
+                                + "A request that changes something and carries an Origin must come from this "
+                                  "service's own origin (403 otherwise)."},
         "paths": paths,
         "components": components,
     }

@@ -35,6 +35,15 @@ PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
                      "Send `Authorization: Bearer KEY` with a key from the service's key file."),
     "forbidden": (403, "This key may not use that tenant",
                   "The key names the tenants it may use; ask for a key that names this one."),
+    "host-not-allowed": (403, "This service does not answer to that host name",
+                         "Without keys the service answers only a Host that names this machine (localhost, "
+                         "127.0.0.1, [::1], with any port) or a name given with --allowed-hosts, so that a web page "
+                         "whose name resolves to this machine (DNS rebinding) cannot use it. Reach it by one of "
+                         "those names, or start it with --allowed-hosts NAME for a reverse proxy in front of it."),
+    "origin-not-allowed": (403, "A change from another origin",
+                           "A request that can change something (any method but GET, HEAD and OPTIONS) and "
+                           "carries an Origin header must come from the service's own origin: the same scheme, "
+                           "host and port. Pages of other sites may not write to it."),
     "not-found": (404, "Nothing is here", "No endpoint, tenant or item answers to this path."),
     "unknown-tenant": (404, "No such tenant",
                        "The tenant has no memory store yet. Only an ingest (POST /v1/tenants/{tenant}/memory) "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..extras import is_postgres_url
+from .hosts import parse_allowed_hosts
 
 __all__ = ["DEFAULTS", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
 
@@ -70,6 +71,13 @@ class Settings:
     regression to ``corpus/regressions.yaml`` beside the pack (never into an
     installed cleo-rules package); without it the playground only shows
     the case's YAML.
+
+    ``allowed_hosts`` are the host names, besides this machine's own
+    (``localhost``, loopback addresses), that a request's ``Host`` may name:
+    ``cleo.example.com``, ``.example.com`` (it and its subdomains), an IP
+    address; each item may list several, comma-separated. Without keys the
+    ``Host`` is always checked; with keys only when names are given (see
+    :mod:`cleo_rules.serve.hosts`).
     """
 
     pack: str | None = None
@@ -94,8 +102,10 @@ class Settings:
     drain_timeout: float = 30.0
     access_log: bool = False
     writable_corpus: bool = False
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "allowed_hosts", parse_allowed_hosts(self.allowed_hosts))
         if self.memory is not None and not isinstance(self.memory, Path) and not is_postgres_url(self.memory):
             object.__setattr__(self, "memory", Path(self.memory))
         if self.keys is not None and not isinstance(self.keys, Path):
