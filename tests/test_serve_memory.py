@@ -128,6 +128,9 @@ def test_ingest_report_and_stats(world):
     assert report["added"] == lines and report["skipped"] == 0 and report["source"] == "request body"
     stats = world["acme"].get("/v1/tenants/acme/memory").json()
     assert stats["conversations"] + stats["documents"] == lines and "path" not in stats
+    stored, embedder = stats["embedding"]["stored"], stats["embedding"]["embedder"]
+    assert (stored["backend"], stored["recorded"], embedder["backend"], embedder["threads"]) == ("onnx", True, "onnx", 1)
+    assert stored["model_sha256"] == embedder["model_sha256"] and stored["runtime"] == embedder["runtime"]
     again = world["acme"].post("/v1/tenants/acme/memory", content=SAMPLE.read_bytes(), headers=NDJSON).json()
     assert again["unchanged"] == lines and again["added"] == 0
 
