@@ -6,13 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup browser demo test check typecheck docs bench clean
 
-# The CPU build of torch goes in first, pinned, so the [memory] extra's lower bound
-# (torch>=2.13) is already met and pip never pulls a multi-GB CUDA build.
+# The CPU build of torch goes in first, pinned, so the [reference] extra's lower bound
+# (torch>=2.13) is already met and pip never pulls a multi-GB CUDA build. The [memory]
+# extra itself embeds with ONNX Runtime and needs no torch; the development environment
+# has the reference backend too (tests and benchmarks compare the two).
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[memory,postgres,test,bench,serve,langchain,llama-index]"
+	$(BIN)/pip install --quiet -e ".[memory,reference,postgres,test,bench,serve,langchain,llama-index]"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -150,17 +150,17 @@ def queries(rows, decisions) -> dict[str, list[str]]:
 class Vectors:
     """Normalised embeddings, each distinct text encoded once.
 
-    Always the torch (sentence-transformers) reference path at one thread, so
-    figures compare across versions whatever the default embedding backend.
+    The torch (sentence-transformers) reference backend at one thread unless
+    ``embedder`` is given, so figures compare across versions whatever the
+    default embedding backend (bench/bench_embed.py passes the ONNX one).
     """
 
-    def __init__(self):
-        import torch
+    def __init__(self, embedder=None):
+        if embedder is None:
+            from cleo_rules.retrieval.embed import Embedder
 
-        torch.set_num_threads(1)
-        from cleo_rules.retrieval.embed import Embedder
-
-        self.embedder = Embedder()
+            embedder = Embedder(backend="torch", threads=1)
+        self.embedder = embedder
         self.cache: dict[str, object] = {}
 
     def __call__(self, texts):
@@ -269,10 +269,20 @@ ALL_TURN_LABELS = ("follow_up", "substantive")
 MIN_MESSAGE = 10
 
 
-def all_turn_rows(rows, decisions):
+def all_turn(row) -> bool:
     """The all-turn filter: labelled follow_up or substantive, with an answer, a message of 10+ characters."""
-    return [(r, du, dr) for r, (du, dr) in zip(rows, decisions)
-            if r["label"] in ALL_TURN_LABELS and r.get("answer") and len(r["message"]) >= MIN_MESSAGE]
+    return row["label"] in ALL_TURN_LABELS and bool(row.get("answer")) and len(row["message"]) >= MIN_MESSAGE
+
+
+def all_turn_rows(rows, decisions):
+    """The rows the all-turn filter keeps, with their two decisions."""
+    return [(r, du, dr) for r, (du, dr) in zip(rows, decisions) if all_turn(r)]
+
+
+def answer_pool(rows) -> list[str]:
+    """Every distinct assistant utterance in the file (the turns' own and their answers): what a query is ranked in."""
+    return list(dict.fromkeys([t["content"] for r in rows for t in r["turns"] if t["role"] == "assistant"]
+                              + [r["answer"] for r in rows if r.get("answer")]))
 
 
 def without_part(d, name: str, message: str) -> str:
@@ -306,9 +316,7 @@ def all_turn_recall(rows, decisions, vectors) -> dict:
     import numpy as np
 
     picked = all_turn_rows(rows, decisions)
-    pool = list(dict.fromkeys(
-        [t["content"] for r in rows for t in r["turns"] if t["role"] == "assistant"]
-        + [r["answer"] for r in rows if r.get("answer")]))
+    pool = answer_pool(rows)
     pool_v = vectors(pool)
     index = {t: i for i, t in enumerate(pool)}
     targets = np.array([index[r["answer"]] for r, _, _ in picked])

@@ -12,8 +12,8 @@ text, and two checkouts can be compared line by line:
 
 ``--timings`` adds the timing scripts (``bench_classify.py``,
 ``bench_corpus.py``, ``bench_pack.py``, ``bench_turn.py``), each printing
-its figures and ratios side by side; ``bench_store.py`` and
-``bench_serve.py`` take minutes and are run on their own. ``--out DIR``
+its figures and ratios side by side; ``bench_store.py``,
+``bench_serve.py`` and ``bench_embed.py`` take minutes and are run on their own. ``--out DIR``
 also writes each script's output to ``DIR/<script>.txt``, for comparing two
 checkouts with ``diff -r``. Exits 1 if any script fails.
 

@@ -303,6 +303,10 @@ _ALL = [
        "memory store {where}: schema {schema} {detail}; nothing was read or written. An operator resolves it: {how}",
        "run `cleo-rules memory tenants --db URL` to list every schema and its tenant, and `--adopt SCHEMA --tenant "
        "NAME` to give one to its tenant (docs/scaling.md)"),
+    _c("E309", "environment", "the store's vectors come from another embedding backend whose vectors differ",
+       "memory store {where} holds vectors made by {stored}; {detail}",
+       "re-embed the store with the backend in use (`cleo-rules memory rebuild --reembed --db DIR|URL`), or open it "
+       "with the backend that built it (CLEO_EMBED_BACKEND)"),
     _c("E310", "usage", "ingest input is malformed (the problems under it say where)",
        "{detail}",
        "fix the lines reported, or ingest without --strict to skip them"),

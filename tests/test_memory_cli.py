@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -90,6 +91,18 @@ def test_stats_text(capsys, db):
     assert code == 0
     assert "conversations: 35" in out and "documents:     13" in out and "all-MiniLM-L6-v2 (384 dimensions)" in out
     assert "index snippets:" in out and "index passages:" in out
+    assert "vectors from:  onnx (model sha256 bb8e7acf20d0, onnxruntime " in out
+    assert "embedder:      onnx int8 (onnxruntime " in out and "), 1 thread (default)" in out
+
+
+@pytest.mark.parametrize("argv", [["stats"], ["stats", "--json"], ["delete", "--document", "no-such-doc"]])
+def test_commands_that_do_not_embed_load_no_embedding_runtime(db, argv):
+    code = ("import sys\nfrom cleo_rules.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers') "
+            "if m in sys.modules))" % (["memory", argv[0], "--db", str(db), *argv[1:]],))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_rebuild_and_damaged_index_warning(capsys, db):

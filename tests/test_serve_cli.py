@@ -67,7 +67,8 @@ def test_the_app_without_memory_imports_no_torch():
             "    while client.get('/readyz').status_code != 200: time.sleep(0.05)\n"
             "    r = client.post('/v1/classify', json={'message': 'Yes, go with the second one.', 'history': ['x y z']})\n"
             "    assert r.status_code == 200, r.text\n"
-            "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n")
+            "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers')"
+            " if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -116,6 +116,10 @@ def test_not_ready_until_the_model_is_warm_and_the_first_turn_does_not_load_it(w
     assert timings(turn)["embed"] < 1000  # the model was warm: no multi-second load on the first turn
     ready = httpx.get(svc.url + "/readyz").json()
     assert ready["memory"] is True and ready["model"] == "warm"
+    embedding = ready["embedding"]  # the default backend, one thread, applied when the model loaded
+    assert (embedding["backend"], embedding["model"], embedding["threads"], embedding["loaded"]) == (
+        "onnx", "all-MiniLM-L6-v2", 1, True)
+    assert embedding["runtime"].startswith("onnxruntime ") and len(embedding["model_sha256"]) == 64
 
 
 def test_ingest_report_and_stats(world):
@@ -124,6 +128,9 @@ def test_ingest_report_and_stats(world):
     assert report["added"] == lines and report["skipped"] == 0 and report["source"] == "request body"
     stats = world["acme"].get("/v1/tenants/acme/memory").json()
     assert stats["conversations"] + stats["documents"] == lines and "path" not in stats
+    stored, embedder = stats["embedding"]["stored"], stats["embedding"]["embedder"]
+    assert (stored["backend"], stored["recorded"], embedder["backend"], embedder["threads"]) == ("onnx", True, "onnx", 1)
+    assert stored["model_sha256"] == embedder["model_sha256"] and stored["runtime"] == embedder["runtime"]
     again = world["acme"].post("/v1/tenants/acme/memory", content=SAMPLE.read_bytes(), headers=NDJSON).json()
     assert again["unchanged"] == lines and again["added"] == 0
 
@@ -304,7 +311,9 @@ def test_metrics_of_turns_and_stores(world):
 
 
 def test_with_memory_the_model_is_loaded_in_the_service(world):
-    assert "libtorch" in world["svc"].mapped_files()  # the contrast to the service without memory
+    maps = world["svc"].mapped_files()
+    assert "onnxruntime" in maps  # the contrast to the service without memory
+    assert "libtorch" not in maps and "/torch/" not in maps  # the default backend needs no torch
 
 
 texts = st.text(max_size=60)

@@ -1,7 +1,7 @@
 """The ``cleo-rules`` command: a thin click layer over the library.
 
 Subcommands live in their own modules and are imported only when called, so
-``cleo-rules classify`` never pays for torch or sentence-transformers.
+``cleo-rules classify`` never pays for an embedding runtime (ONNX Runtime, torch).
 Every :class:`~cleo_rules.errors.CleoError` becomes ``Error: ...`` on stderr
 and the exit code of its category (:mod:`cleo_rules.codes`); a command that
 needs the ``[memory]`` extra says so when it is missing (exit 2); anything

@@ -1,6 +1,6 @@
 """``corpus build``, ``corpus check`` and ``corpus diff``: the generated rule corpus.
 
-None of these import torch or sentence-transformers.
+None of these import an embedding runtime (ONNX Runtime, torch).
 """
 
 from __future__ import annotations

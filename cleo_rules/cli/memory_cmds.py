@@ -25,7 +25,10 @@ def _model_option(f):
         "model_path",
         type=click.Path(exists=True, file_okay=False),
         default=None,
-        help="sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2).",
+        help="Embedding model directory: an ONNX export (model.onnx and tokenizer.json, as scripts/export_onnx.py "
+             "writes) or a sentence-transformers model (torch backend, [reference] extra). Default: the bundled "
+             "all-MiniLM-L6-v2 (ONNX int8). CLEO_EMBED_BACKEND=onnx|torch and CLEO_EMBED_THREADS=N (default 1) "
+             "choose the backend and its threads.",
     )(f)
 
 
@@ -175,6 +178,15 @@ def stats(db, as_json):
     click.echo(f"conversations: {data['conversations']} ({data['messages']} messages, {data['snippets']} snippets)")
     click.echo(f"documents:     {data['documents']} ({data['passages']} passages)")
     click.echo(f"model:         {data['model'] or '-'} ({data['dim'] or '-'} dimensions)")
+    stored, embedder = data["embedding"]["stored"], data["embedding"]["embedder"]
+    if stored is not None:
+        made = (f"{stored['backend']} (model sha256 {(stored['model_sha256'] or '-')[:12]}, {stored['runtime'] or '-'})"
+                if stored["recorded"] else f"{stored['backend']} (assumed: written before backends were recorded)")
+        click.echo(f"vectors from:  {made}")
+    threads = embedder.get("threads")
+    click.echo(f"embedder:      {embedder['backend']}{' ' + embedder['quantization'] if embedder.get('quantization') else ''}"
+               f" ({embedder.get('runtime') or '-'}), {threads} thread{'' if threads == 1 else 's'}"
+               f" ({embedder.get('threads_from', '-')})")
     click.echo(f"database:      {data['db_bytes']:,} bytes")
     for name, ix in data["indexes"].items():
         if ix.get("kind") == "hnsw":  # pgvector's index, inside the database

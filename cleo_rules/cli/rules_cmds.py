@@ -1,6 +1,6 @@
 """``check``, ``classify`` and ``explain``: the rule-pack commands.
 
-None of these import torch or sentence-transformers.
+None of these import an embedding runtime (ONNX Runtime, torch).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ..extras import is_postgres_url
 from ..serve.settings import DEFAULTS, Settings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
-MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "sentence_transformers")
+MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers")
 POSTGRES_MODULES = ("psycopg", "psycopg_pool", "pgvector")
 
 
@@ -47,7 +47,9 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
               help="Memory root: ROOT/<tenant>/ is one store per tenant; or a postgresql:// URL, where each tenant "
                    "is one schema (default: no memory, classify only).")
 @click.option("--model", type=click.Path(exists=True, file_okay=False), default=None,
-              help="sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2).")
+              help="Embedding model directory: an ONNX export or a sentence-transformers model (torch backend, "
+                   "[reference] extra). Default: the bundled all-MiniLM-L6-v2 (ONNX int8); CLEO_EMBED_BACKEND and "
+                   "CLEO_EMBED_THREADS (default 1) choose the backend and its threads.")
 @click.option("--host", default=DEFAULTS["host"], show_default=True,
               help="Address to bind; anything but loopback needs --keys.")
 @click.option("--port", default=DEFAULTS["port"], show_default=True, type=click.IntRange(0, 65535))

@@ -43,17 +43,20 @@ def open_store(db, *, create: bool = False, read_only: bool = False, **options):
     read-only. ``options`` go to
     :func:`~cleo_rules.retrieval.locate.open_memory` (``model_path``, the
     chunk settings, ...). Settings it refuses (impossible chunk settings, a
-    malformed tenant name) are usage errors; the store's repair warnings are
-    shown as ``Warning: ...`` lines on stderr once it is closed.
+    malformed tenant name) are usage errors; the store's repair warnings, and
+    its notice that another embedding backend built it, are shown as
+    ``Warning: ...`` lines on stderr once it is closed.
     """
     from ..extras import store_imports
 
     with store_imports(db):
-        from ..retrieval import StoreWarning
+        from ..retrieval import EmbeddingNotice, StoreWarning
         from ..retrieval.locate import open_memory
 
+    shown = (StoreWarning, EmbeddingNotice)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", StoreWarning)
+        for category in shown:
+            warnings.simplefilter("always", category)
         try:
             store = open_memory(db, create=create, read_only=read_only, **options)
         except (TypeError, ValueError) as exc:
@@ -63,7 +66,7 @@ def open_store(db, *, create: bool = False, read_only: bool = False, **options):
         finally:
             store.close()
             for w in caught:
-                if issubclass(w.category, StoreWarning):
+                if issubclass(w.category, shown):
                     click.echo(f"Warning: {w.message}", err=True)
                 else:
                     warnings.showwarning(w.message, w.category, w.filename, w.lineno)

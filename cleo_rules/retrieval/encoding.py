@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import StoreError
 
-__all__ = ["check_model", "encode", "load_model"]
+__all__ = ["check_model", "describe_embedder", "encode", "load_model"]
 
 
 def check_model(embedder, stored: str | None, location) -> None:
@@ -36,3 +36,12 @@ def encode(embedder, texts: list[str]) -> np.ndarray:
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
         raise StoreError(f"embedder returned an array of shape {vectors.shape} for {len(texts)} texts")
     return vectors
+
+
+def describe_embedder(embedder) -> dict:
+    """What ``embedder`` is (its ``describe()``, or its backend and model name), without loading it."""
+    describe = getattr(embedder, "describe", None)
+    found = describe() if callable(describe) else None
+    if isinstance(found, dict):
+        return found
+    return {"backend": getattr(embedder, "backend", None) or "custom", "model": getattr(embedder, "model_name", None)}

@@ -20,7 +20,8 @@ owns the indexes of one store and everything about their lifecycle:
   always on close. A failed save is a warning: the next open rebuilds.
 
 It also keeps the ``meta`` rows about the vectors themselves: the model that
-made them and their dimension.
+made them, their dimension, and the embedding backend that made them
+(:mod:`~cleo_rules.retrieval.provenance`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import sqlite_utils
 
 from ..errors import StoreError
 from .index import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
+from .provenance import META_KEYS, Recorded, embedder_provenance, meta_rows, probe_vector
 from .schema import GENERATIONS_SQL, LOCK_FILE, TABLES, Source, check_regular, file_kind, write_transaction
 
 SMALL_INDEX = 5_000
@@ -143,27 +145,47 @@ class IndexSet:
         """Length of the stored vectors (None while the store is empty)."""
         return self._model_meta()[1]
 
+    def recorded_embedding(self) -> Recorded:
+        """What the store records of the embedder that made its vectors (read now, not cached)."""
+        keys = ", ".join(f"'{k}'" for k in ("model", *META_KEYS))
+        return Recorded.from_meta(dict(self.db.conn.execute(f"SELECT key, value FROM meta WHERE key IN ({keys})")))
+
+    def sample_piece(self) -> tuple[str, np.ndarray] | None:
+        """The text and stored vector of the first snippet (or passage), None while there is none."""
+        for table in TABLES.values():
+            row = self.db.conn.execute(f"SELECT text, embedding FROM {table.pieces} ORDER BY label LIMIT 1").fetchone()
+            if row is not None:
+                return row[0], np.frombuffer(row[1], dtype=np.float32)
+        return None
+
     def forget_model(self) -> None:
         """Read the model and dimension again next time (a transaction that set them failed)."""
         self._model = None
 
-    def set_model(self, model: str, dim: int, *, force: bool = False) -> None:
-        """Record (inside the caller's transaction) which model made the vectors.
+    def set_model(self, model: str, dim: int, *, force: bool = False, embedding=None) -> bool:
+        """Record (inside the caller's transaction) which model made the vectors; True when it recorded them.
 
         The first vectors decide; later ones must come from the same model
         unless ``force`` (re-embedding everything) says otherwise.
+        ``embedding`` is the embedding's ``meta`` rows (backend, model hash,
+        runtime, probe: :func:`~cleo_rules.retrieval.provenance.meta_rows`),
+        a callable giving them, written when the model is.
         """
         stored_model, stored_dim = self.model_name, self.dim
         if stored_model is None or force:
             self._model = None
-            self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?)", (model,))
-            self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dim', ?)", (str(int(dim)),))
-            return
+            rows = [("model", model), ("dim", str(int(dim))), *(embedding() if embedding is not None else ())]
+            self.db.conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                     [(k, v) for k, v in rows if v is not None])
+            self.db.conn.execute(f"DELETE FROM meta WHERE key IN ({', '.join('?' * len(META_KEYS))}) AND key NOT IN "
+                                 f"(SELECT value FROM json_each(?))", (*META_KEYS, json.dumps([k for k, _ in rows])))
+            return True
         if stored_model != model or stored_dim != dim:
             raise StoreError(
                 f"memory store {self.path} holds vectors from model {stored_model!r} ({stored_dim} dimensions), "
                 f"not {model!r} ({dim}); open it with that model or run `cleo-rules memory rebuild --reembed`"
             )
+        return False
 
     # -- generations --------------------------------------------------------
 
@@ -381,11 +403,12 @@ class IndexSet:
         return counts
 
     def reembed(self, embedder) -> None:
-        """Encode every stored piece again with ``embedder`` and record its model.
+        """Encode every stored piece again with ``embedder`` and record its model and embedding.
 
         Blocks of 256 pieces are committed one at a time; the generations
         advance at the end, so other processes catch up with the new vectors.
         """
+        recorded = meta_rows(embedder_provenance(embedder), probe_vector(embedder))
         for table in TABLES.values():
             rows = self.db.conn.execute(f"SELECT label, text FROM {table.pieces} ORDER BY label").fetchall()
             for i in range(0, len(rows), 256):
@@ -396,7 +419,7 @@ class IndexSet:
                         f"UPDATE {table.pieces} SET embedding = ? WHERE label = ?",
                         [(as_blob(v), r[0]) for v, r in zip(vectors, block)],
                     )
-                    self.set_model(embedder.model_name, vectors.shape[1], force=True)
+                    self.set_model(embedder.model_name, vectors.shape[1], force=True, embedding=lambda: recorded)
         with write_transaction(self.db):
             for source in Source:
                 self.advance(source)

@@ -24,7 +24,8 @@ from ..errors import StoreError
 from .encoding import check_model, encode, load_model
 from .pg_database import Database
 from .pg_owners import OWNER_KEY, legacy_claim, lock_key, refusal
-from .pg_schema import Location, check_version, latest, quote, steps
+from .pg_schema import Location, check_version, display_url, latest, quote, steps
+from .provenance import META_KEYS, EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
 from .schema import Source, now
 
 __all__ = ["TenantSchema"]
@@ -57,6 +58,7 @@ class TenantSchema:
         self._search_sql: dict[tuple[Source, ...], LiteralString] = {}
         self.schema_version = 0
         self._deferring = False  # an ingest builds the HNSW indexes at its end
+        self._embedding = EmbeddingCheck(self.location, Recorded.from_meta({}))
 
     def __repr__(self) -> str:
         return f"PgStore({str(self.location)!r})"
@@ -222,4 +224,37 @@ class TenantSchema:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         self._check_model(self.embedder)
+        if self._embedding.recorded.model is None and self._model is not None:  # another process wrote
+            self._read_embedding()
+        self._embedding.before_encode(self.embedder, self._sample_piece)
         return encode(self.embedder, texts)
+
+    # -- what made the vectors (provenance.py) ------------------------------
+
+    def _read_embedding(self, *, notice: bool = False) -> None:
+        """Read what the store records of the embedder that made its vectors; with ``notice``, say if it differs."""
+        keys = ("model", *META_KEYS)
+        with self._connection() as conn:
+            meta = dict(conn.execute(self._sql("SELECT key, value FROM {s}.meta WHERE key = ANY(%s)"),
+                                     [list(keys)]).fetchall())
+        db = display_url(self.location.as_url())
+        self._embedding = EmbeddingCheck(self.location, Recorded.from_meta(meta), db=db)
+        if notice:
+            self._embedding.at_open(self.embedder)
+
+    def _record_embedding(self, conn, embedder) -> None:
+        """Inside the caller's transaction: record ``embedder``'s backend, model hash, runtime and probe vector."""
+        rows = meta_rows(embedder_provenance(embedder), probe_vector(embedder))
+        with conn.cursor() as cur:
+            cur.executemany(self._sql("INSERT INTO {s}.meta (key, value) VALUES (%s, %s) "
+                                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value"), rows)
+
+    def _sample_piece(self) -> tuple[str, np.ndarray] | None:
+        """The text and stored vector of the first snippet (or passage), None while there is none."""
+        with self._connection() as conn:
+            for table in ("snippets", "passages"):
+                row = conn.execute(self._sql(f"SELECT text, embedding FROM {{s}}.{table} ORDER BY label LIMIT 1")
+                                   ).fetchone()
+                if row is not None:
+                    return row[0], np.asarray(row[1], dtype=np.float32)
+        return None

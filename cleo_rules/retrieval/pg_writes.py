@@ -67,6 +67,7 @@ class PgWrites(TenantSchema):
         self._index_vectors(conn, dim, build=not self._deferring)
         conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'model'"), [name])
         conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'dim'"), [str(dim)])
+        self._record_embedding(conn, self.embedder)
         self._remember_model(name, dim)
 
     def _index_vectors(self, conn, dim: int, *, build: bool = True) -> None:
@@ -134,6 +135,7 @@ class PgWrites(TenantSchema):
         vectors = self._encode([piece.text for item in todo for piece in item.pieces])
         t2 = time.perf_counter()
         stamp = now()
+        recorded = self._model is not None
         with self._connection() as conn, conn.transaction():
             self._set_model(conn, getattr(self.embedder, "model_name", "unknown"), vectors.shape[1])
             row = 0
@@ -145,6 +147,8 @@ class PgWrites(TenantSchema):
                 for source, group in rows.items():
                     if group:
                         self._replace(cur, TABLES[source], sorted(group, key=lambda g: g[0].id), stamp, vectors)
+        if not recorded:  # this write recorded the model (or found another process's): read what made the vectors
+            self._read_embedding()
         t3 = time.perf_counter()
         timings["sql"] = timings.get("sql", 0.0) + (t1 - t0) + (t3 - t2)
         timings["embed"] = timings.get("embed", 0.0) + (t2 - t_encode)
@@ -284,7 +288,10 @@ class PgWrites(TenantSchema):
                 conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'model'"), [name if dim else None])
                 conn.execute(self._sql("UPDATE {s}.meta SET value = %s WHERE key = 'dim'"),
                              [str(dim) if dim else None])
+                if dim:
+                    self._record_embedding(conn, embedder)
             self._remember_model(name if dim else None, dim)
+            self._read_embedding()
         else:
             with self._connection() as conn:
                 for source, table in TABLES.items():

@@ -48,6 +48,8 @@ from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK
 from .pg_database import Database, guarded
 from .pg_schema import COUNTS_SQL, Location, index_name, parse_location
 from .pg_search import PgSearch
+from .provenance import Recorded
+from .encoding import describe_embedder
 from .pg_writes import PgWrites
 from .schema import TABLES, Source
 
@@ -173,6 +175,7 @@ class PgStore(PgWrites, PgSearch):
         try:
             store._prepare_schema(create=create and not read_only)
             store._ensure_indexes()  # one a killed ingest left unbuilt
+            store._read_embedding(notice=True)  # a notice when another backend built it
         except BaseException:
             if own:
                 database.close()
@@ -240,5 +243,6 @@ class PgStore(PgWrites, PgSearch):
             "read_only": self.read_only,
             "db_bytes": int(db_bytes),
             "indexes": indexes,
+            "embedding": {"stored": Recorded.from_meta(meta).describe(), "embedder": describe_embedder(self.embedder)},
         }
 

@@ -45,7 +45,8 @@ from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK
 from .indexes import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
 from .memory import Item, Result, SearchResponse, check_k, check_sources
-from .encoding import check_model, encode, load_model
+from .encoding import check_model, describe_embedder, encode, load_model
+from .provenance import EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
 from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
 from .schema import (
     COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, TABLES, Source, content_hashes, no_store_message, now, open_database,
@@ -88,6 +89,7 @@ class MemoryStore:
                                 read_only=read_only)
         self._closed = False
         self._traces: SqliteTraces | None = None
+        self._embedding = EmbeddingCheck(path, Recorded.from_meta({}))  # read at open
 
     # -- opening and closing ----------------------------------------------
 
@@ -150,6 +152,8 @@ class MemoryStore:
         try:
             with sqlite_errors(path):
                 store.indexes.open()
+                store._embedding = EmbeddingCheck(path, store.indexes.recorded_embedding())
+            store._embedding.at_open(store.embedder)  # a notice when another backend built it
         except BaseException:
             db.close()
             raise
@@ -245,6 +249,7 @@ class MemoryStore:
         start = time.perf_counter()
         if reembed:
             self.indexes.reembed(self.embedder)
+            self._embedding = EmbeddingCheck(self.path, self.indexes.recorded_embedding())
         counts: dict = {source.value: n for source, n in self.indexes.rebuild().items()}
         counts["seconds"] = time.perf_counter() - start
         return counts
@@ -260,7 +265,14 @@ class MemoryStore:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         self._check_model(self.embedder)
+        if self._embedding.recorded.model is None and self.model_name is not None:  # another process wrote
+            self._embedding = EmbeddingCheck(self.path, self.indexes.recorded_embedding())
+        self._embedding.before_encode(self.embedder, self.indexes.sample_piece)
         return encode(self.embedder, texts)
+
+    def _embedding_rows(self) -> list:
+        """The meta rows that record this store's embedder, with its probe vector (encodes the probe)."""
+        return meta_rows(embedder_provenance(self.embedder), probe_vector(self.embedder))
 
     # -- writing ----------------------------------------------------------
 
@@ -291,10 +303,11 @@ class MemoryStore:
         t2 = time.perf_counter()
         dead: dict[Source, set[int]] = {s: set() for s in Source}
         new: dict[Source, dict[int, np.ndarray]] = {s: {} for s in Source}
-        behind = set()
+        behind, recorded = set(), False
         try:
             with write_transaction(self._db):
-                self.indexes.set_model(getattr(self.embedder, "model_name", "unknown"), vectors.shape[1])
+                recorded = self.indexes.set_model(getattr(self.embedder, "model_name", "unknown"), vectors.shape[1],
+                                                  embedding=self._embedding_rows)
                 stamp, row = now(), 0
                 for item in todo:
                     row = self._replace(item, stamp, vectors, row, dead[item.source], new[item.source])
@@ -308,6 +321,8 @@ class MemoryStore:
         except Exception as exc:
             self.indexes.forget_model()
             raise StoreError(f"could not write to memory store {self.path}: {exc}") from exc
+        if recorded:
+            self._embedding = EmbeddingCheck(self.path, self.indexes.recorded_embedding())
         t3 = time.perf_counter()
         self.indexes.apply(dead, new, behind)
         t4 = time.perf_counter()
@@ -563,4 +578,5 @@ class MemoryStore:
             "read_only": self.read_only,
             "db_bytes": db_bytes,
             "indexes": indexes,
+            "embedding": {"stored": self._embedding.recorded.describe(), "embedder": describe_embedder(self.embedder)},
         }

@@ -25,7 +25,7 @@ The modules, each with one job:
 
 Needs the ``serve`` extra (``pip install 'cleo-rules[serve]'``); the
 memory store's dependencies only with ``--memory``. Importing this package
-imports neither Starlette nor torch.
+imports neither Starlette nor an embedding runtime.
 """
 
 from __future__ import annotations

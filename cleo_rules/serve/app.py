@@ -91,7 +91,7 @@ class Service:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         if settings.memory is not None:
-            from ..retrieval.embed import Embedder  # numpy only; torch waits for the first encode
+            from ..retrieval.embed import Embedder  # numpy only; the runtime waits for the first encode
             from .tenants import SharedEmbedder
 
             self.embedder = SharedEmbedder(Embedder(settings.model))
@@ -160,7 +160,9 @@ class Service:
             log.error("the embedding model could not be loaded; not ready: %s", exc)
             return
         self.model_warm = True
-        log.info("embedding model %s warm in %.1f s", self.embedder.model_name, seconds)
+        d = self.embedder.describe()
+        log.info("embedding model %s warm in %.1f s (%s backend, %s, %d thread%s)", self.embedder.model_name, seconds,
+                 d["backend"], d["runtime"], d["threads"], "" if d["threads"] == 1 else "s")
 
     def stop(self) -> None:
         """Stop watching and close every store cleanly (indexes saved). Blocking."""
@@ -443,7 +445,9 @@ def _endpoints(service: Service) -> list[Route]:
             except ServiceError as exc:
                 exc.extra.update(pack=service.manager.status() if service.manager else None, model=model)
                 raise
-        return json_response({"ready": True, "pack": service.packs.status(), "memory": memory, "model": model})
+        embedding = service.embedder.describe() if memory else None
+        return json_response({"ready": True, "pack": service.packs.status(), "memory": memory, "model": model,
+                              "embedding": embedding})
 
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)

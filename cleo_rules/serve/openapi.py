@@ -223,7 +223,13 @@ def _response_schemas() -> dict:
         "Ready": {
             "type": "object", "required": ["ready", "pack", "memory", "model"],
             "properties": {"ready": {"const": True}, "pack": _ref("PackStatus"), "memory": {"type": "boolean"},
-                           "model": {"enum": ["not used", "warm"]}},
+                           "model": {"enum": ["not used", "warm"]},
+                           "embedding": {"type": ["object", "null"], "description": (
+                               "The embedding model with memory (null without): backend (onnx or torch), "
+                               "model, model_sha256, runtime, threads (applied once, when it loaded)."),
+                               "required": ["backend", "model"],
+                               "properties": {"backend": {"type": "string"}, "model": {"type": "string"},
+                                              "threads": {"type": "integer", "minimum": 1}}}},
         },
         "Problem": {
             "type": "object",

@@ -49,9 +49,9 @@ class Settings:
     bundled pack; ``require`` a version range every pack must satisfy.
     ``memory`` is the root directory of the tenants' stores
     (``ROOT/<tenant>/``), or a ``postgresql://`` URL of the database that
-    holds them (one schema per tenant), None for a service without memory; ``model`` a
-    sentence-transformers model directory (default: the bundled
-    all-MiniLM-L6-v2). ``keys`` is the key file (see
+    holds them (one schema per tenant), None for a service without memory; ``model`` an
+    embedding model directory, an ONNX export or a sentence-transformers model (default:
+    the bundled all-MiniLM-L6-v2, ONNX int8; see :mod:`cleo_rules.retrieval.embed`). ``keys`` is the key file (see
     :mod:`cleo_rules.serve.keys`); without one, every request is let in,
     which is why the service then binds loopback only.
 

@@ -18,7 +18,7 @@ answers 503 with ``Retry-After``), so a burst never piles up unbounded work.
 
 All tenants share one embedding model (:class:`SharedEmbedder`), loaded and
 warmed once per process. This module imports the memory store only when a
-store is opened, and torch only through the embedder.
+store is opened, and an embedding runtime only through the embedder.
 """
 
 from __future__ import annotations
@@ -88,6 +88,22 @@ class SharedEmbedder:
     @property
     def dim(self) -> int:
         return self._embedder.dim
+
+    @property
+    def backend(self):
+        return getattr(self._embedder, "backend", None)
+
+    def provenance(self) -> dict:
+        """What a store records of the embedder (see ``retrieval.provenance``); ``custom`` when it does not say."""
+        get = getattr(self._embedder, "provenance", None)
+        found = get() if callable(get) else None
+        return found if isinstance(found, dict) else {"backend": "custom", "model_sha256": None, "runtime": None}
+
+    def describe(self) -> dict:
+        """What the embedder is (backend, model, runtime, threads), loading nothing."""
+        get = getattr(self._embedder, "describe", None)
+        found = get() if callable(get) else None
+        return found if isinstance(found, dict) else {"backend": self.backend or "custom", "model": self.model_name}
 
     def encode(self, texts):
         with self._lock:
