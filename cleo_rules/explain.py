@@ -3,7 +3,8 @@
 A :class:`Recorder` is handed to the matcher's one walk
 (:meth:`cleo_rules.matcher.Matcher.classify`), which tells it each step as
 it takes it: the length test, the prefilter's candidates, every search and
-its match, topic-word counts, the vocabulary test, a time limit run out.
+its match, what a lane then judged of it (topic-word counts, a guard), a
+lane's own test (the vocabulary test), a time limit run out.
 The recorder only listens; the decision is the one ``classify`` makes
 without it, with the same prefilter and the same time limits. From what it
 heard it builds an :class:`Explanation`: one :class:`Attempt` per rule, in
@@ -78,42 +79,46 @@ class Explanation:
         }
 
 
-def _topic_note(rule, outside: int, before: int) -> str:
-    bounds = [f"at least {rule.min_content_words}"] if rule.min_content_words else []
-    if rule.max_content_words is not None:
-        bounds.append(f"at most {rule.max_content_words}")
-    note = f"{outside} topic word(s) outside the match ({', '.join(bounds) or 'no bound'})"
-    if rule.max_content_before is not None:
-        note += f", {before} before it (at most {rule.max_content_before})"
-    return note
-
-
 class Recorder:
     """Listens to one walk of ``matcher`` and builds its :class:`Explanation`.
 
     ``matcher`` is the :class:`~cleo_rules.matcher.Matcher` whose walk is
-    recorded (its rules and settings name and word what it reports). The
-    matcher calls the methods below, in walk order, only when a recorder is
-    given; one recorder serves one message.
+    recorded: its public ``lanes`` say which attempts are listed and in
+    which order (one per rule of a lane that lists its rules, one for a
+    lane's whole test otherwise: see :class:`~cleo_rules.walk.Lane`), its
+    ``settings`` word the limits. The matcher and its lanes call the methods
+    below, in walk order, only when a recorder is given; one recorder serves
+    one message.
     """
 
     def __init__(self, matcher):
-        self._matcher = matcher
-        self._stages = ["correction"] * len(matcher.corrections) + ["follow_up"] * len(matcher.follow_ups)
-        self._rules = matcher.corrections + matcher.follow_ups
-        self._index = {rule.id: i for i, rule in enumerate(self._rules)}
+        self._settings = matcher.settings
+        self._lanes = tuple(matcher.lanes)
+        self._first: list[int] = []        # each lane's first slot
+        self._stages: list[str] = []       # each slot's stage
+        self._slot: dict[str, int] = {}    # rules with an attempt of their own: their slot
+        self._owner: dict[str, int] = {}   # every rule of a lane: the lane's index
+        self._lane_of = {id(lane): i for i, lane in enumerate(self._lanes)}
+        for i, lane in enumerate(self._lanes):
+            self._first.append(len(self._stages))
+            for j, rule in enumerate(lane.rules):
+                self._owner[rule.id] = i
+                if lane.per_rule:
+                    self._slot[rule.id] = len(self._stages) + j
+            self._stages += [lane.stage] * lane.slots
+        # the walk's length gate stands before the first lane with a bound
+        self._gate = next((self._first[i] for i, lane in enumerate(self._lanes) if lane.longest is not None),
+                          len(self._stages))
         self._length: Attempt | None = None
         self._scanned = self._text = ""
         self._tokens: tuple[str, ...] = ()
-        self._candidates: frozenset[int] = frozenset()
-        self._searched: dict[int, Attempt] = {}
-        self._last: int | None = None       # the pattern searched last
-        self._topic: set[int] = set()       # patterns whose topic words were counted
-        self._end: tuple[int, str] | None = None  # patterns from this index on were not tried, and why
-        self._vocabulary: Attempt | None = None
+        self._attempts: dict[int, Attempt] = {}
+        self._last: int | None = None       # the slot searched last
+        self._judged: set[int] = set()      # slots whose match a lane then judged (a guard, a word cap, topic words)
+        self._end: tuple[int, str] | None = None  # slots from this one on were not tried, and why
         self._timed_out: str | None = None
+        self._passed: dict[int, str] = {}   # lanes passed over for the message's length: why
         self._referents: list[Attempt] = []
-        self._refused: dict[int, str] = {}  # patterns whose match a guard or word cap refused, and why
 
     # -- what the walk reports ------------------------------------------
 
@@ -125,40 +130,28 @@ class Recorder:
         """The text the patterns see (``text``, normalised from ``scanned``), and the prefilter's candidates."""
         self._length = self._length_attempt(stripped, False)
         self._scanned, self._text, self._tokens = scanned, text, tuple(tokens)
-        self._candidates = frozenset(candidates)
 
-    def searched(self, index: int, match) -> None:
-        """Pattern ``index`` (corrections, then follow-ups) was searched; ``match`` or None."""
-        rule = self._rules[index]
-        self._last = index
+    def searched(self, rule, match) -> None:
+        """``rule``'s pattern was searched (a rule with an attempt of its own); ``match`` or None."""
+        slot = self._slot[rule.id]
+        self._last = slot
         if match is None:
-            self._searched[index] = Attempt(self._stages[index], rule.id, False, note="no match")
+            self._attempts[slot] = Attempt(self._stages[slot], rule.id, False, note="no match")
             return
         start, end = match.span()
         span = original_span(self._scanned, start, end, self._text)
-        self._searched[index] = Attempt(self._stages[index], rule.id, True, span,
-                                        self._scanned[span[0]:span[1]])
+        self._attempts[slot] = Attempt(self._stages[slot], rule.id, True, span, self._scanned[span[0]:span[1]])
 
-    def topic(self, rule, outside: int, before: int, ok: bool) -> None:
-        """The topic words around the last match were counted; ``ok``: the rule's bounds allow them."""
-        index = self._index[rule.id]
-        self._topic.add(index)
-        a = self._searched[index]
-        self._searched[index] = Attempt(a.stage, a.rule, ok, a.span, a.matched, _topic_note(rule, outside, before))
+    def judged(self, rule, ok: bool, note: str) -> None:
+        """``rule``'s match (the last :meth:`searched`) was then judged: it stands (``ok``) or not, and why."""
+        slot = self._slot[rule.id]
+        self._judged.add(slot)
+        a = self._attempts[slot]
+        self._attempts[slot] = Attempt(a.stage, a.rule, ok, a.span, a.matched, note)
 
-    def too_long(self, rule, words: int) -> None:
-        """A follow-up pattern matched a message with more words than the rule takes."""
-        cap = rule.max_words if rule.max_words is not None else self._matcher.settings.max_follow_up_words
-        self._refuse(rule, f"matched, but the message has {words} words and this rule takes at most {cap}")
-
-    def guard(self, rule, why: str) -> None:
-        """A guarded follow-up pattern matched, and its guard refused the match."""
-        self._refuse(rule, f"matched, but {why}")
-
-    def _refuse(self, rule, note: str) -> None:
-        index = self._index[rule.id]
-        a = self._searched[index]
-        self._searched[index] = Attempt(a.stage, a.rule, False, a.span, a.matched, note)
+    def attempt(self, lane, slot: int, attempt: Attempt) -> None:
+        """``lane`` (one of the matcher's) reports its attempt at ``slot`` (0 for a lane with one test)."""
+        self._attempts[self._first[self._lane_of[id(lane)]] + slot] = attempt
 
     def referent_tried(self, rule, match, found, note: str = "") -> None:
         """Referent rule ``rule`` was tried on the message: its ``match`` (or None) and what it ``found``."""
@@ -181,53 +174,40 @@ class Recorder:
             self._referents.append(Attempt("referent", None, True, note=(
                 f"no referent rule found one: the last reply's opening words, from {part.where}")))
 
+    def passed(self, lane, words: int) -> None:
+        """``lane`` was passed over: the message has more words than it takes."""
+        self._passed[self._lane_of[id(lane)]] = lane.passed_note(words)
+
     def stopped(self, words: int, length: int) -> None:
-        """After the corrections, the message is too long for a follow-up."""
-        s = self._matcher.settings
+        """The message is too long for a follow-up (over ``max_scan_chars`` characters, or over
+        ``max_follow_up_words`` words and what any pattern takes): every lane from the first with a word bound
+        on was not tried, or refused it."""
+        s = self._settings
         if length > s.max_scan_chars:
             why = f"the message is over {s.max_scan_chars} characters; only corrections are looked for"
         else:
             why = f"{words} words; follow-ups have at most {s.max_follow_up_words}"
-        self._end = (len(self._matcher.corrections), why)
-
-    def vocabulary(self, head, covered, gap: int | None) -> None:
-        """The vocabulary test: ``head`` as :meth:`Matcher._cover` gives it (None: failed).
-
-        ``covered`` has one boolean per word; ``gap``, when the test stopped at
-        the first word no entry covers, is that word's index.
-        """
-        if head is not None:
-            rule = self._matcher.vocab_sets[head[0]].id
-            self._vocabulary = Attempt("vocabulary", rule, True, note="every word is in the vocabulary")
-            return
-        content = [self._tokens[gap]] if gap is not None else \
-            [t for t, c in zip(self._tokens, covered) if not c]
-        if gap is not None:
-            note = f"word not in the vocabulary: {content[0]} (the test stops at the first)"
-        elif content:
-            note = f"words not in the vocabulary: {', '.join(content)}"
-        else:
-            note = "only filler words"
-        self._vocabulary = Attempt("vocabulary", None, False, note=note)
+        self._end = (self._gate, why)
 
     def timed_out(self, rule_id: str) -> None:
         """A search ran out of time twice; the message is searched as typed."""
         self._timed_out = rule_id
-        limit = f"timed out twice (limit {self._matcher.settings.timeout_ms:g} ms); the message is searched as typed"
+        limit = f"timed out twice (limit {self._settings.timeout_ms:g} ms); the message is searched as typed"
         why = f"{rule_id} timed out; the message is searched as typed"
-        index = self._index.get(rule_id)
-        if index is not None:  # a pattern
-            self._searched[index] = Attempt(self._stages[index], rule_id, False, note=limit)
-            self._end = (index + 1, why)
+        slot = self._slot.get(rule_id)
+        if slot is not None:  # a rule with an attempt of its own
+            self._attempts[slot] = Attempt(self._stages[slot], rule_id, False, note=limit)
+            self._end = (slot + 1, why)
             return
-        # a vocabulary token pattern: in the vocabulary test, or counting the
-        # topic words around a follow-up's match
-        self._vocabulary = Attempt("vocabulary", rule_id, False, note=limit)
+        # a rule searched inside a lane's one test (a vocabulary token pattern): in that test, or
+        # counting the topic words around a match
+        lane = self._owner.get(rule_id)
+        if lane is not None:
+            self._attempts[self._first[lane]] = Attempt(self._lanes[lane].stage, rule_id, False, note=limit)
         last = self._last
-        if last is not None and self._stages[last] == "follow_up" and last not in self._topic \
-                and self._searched[last].fired:
-            a = self._searched[last]
-            self._searched[last] = Attempt(a.stage, a.rule, False, a.span, a.matched,
+        if last is not None and last not in self._judged and self._attempts[last].fired:
+            a = self._attempts[last]
+            self._attempts[last] = Attempt(a.stage, a.rule, False, a.span, a.matched,
                                            f"matched, but its topic words could not be counted: {why}")
             self._end = (last + 1, why)
 
@@ -239,37 +219,28 @@ class Recorder:
         if self._length.fired:
             return Explanation(decision, "", (), (self._length,))
         end = self._end
-        late = self._matcher._late  # follow-up patterns from here on come after the vocabulary test
-        if end is None and self._timed_out is None:
-            if decision.rule in self._index:
-                end = (self._index[decision.rule] + 1, f"{decision.rule} decided first")
-            elif decision.rule is not None:  # the vocabulary test decided
-                end = (late, f"{decision.rule} decided first")
-        vocabulary = self._vocabulary
-        if vocabulary is None:
-            why = end[1] if end is not None and end[0] <= late else "the walk stopped before it"
-            vocabulary = Attempt("vocabulary", None, False, note=f"not tried: {why}", tried=False)
-        elif vocabulary.fired:
-            vocabulary = Attempt(vocabulary.stage, vocabulary.rule, True, decision.span, decision.matched,
-                                 vocabulary.note)
+        if end is None and self._timed_out is None and decision.rule is not None:
+            slot = self._slot.get(decision.rule)
+            if slot is None and decision.rule in self._owner:
+                slot = self._first[self._owner[decision.rule]]
+            if slot is not None:
+                end = (slot + 1, f"{decision.rule} decided first")
         attempts = [self._length]
-        for index, rule in enumerate(self._rules):
-            if index == late:
-                attempts.append(vocabulary)
-            if index in self._searched:
-                attempts.append(self._searched[index])
-            elif end is not None and index >= end[0]:
-                attempts.append(Attempt(self._stages[index], rule.id, False, note=f"not tried: {end[1]}", tried=False))
-            else:
-                attempts.append(Attempt(self._stages[index], rule.id, False, note=PREFILTERED, tried=False))
-        if late >= len(self._rules):
-            attempts.append(vocabulary)
+        for i, lane in enumerate(self._lanes):
+            for j in range(lane.slots):
+                slot = self._first[i] + j
+                a = self._attempts.get(slot)
+                if a is None:
+                    a = lane.untried(j, f"not tried: {end[1]}" if end is not None and slot >= end[0]
+                                     else self._passed.get(i, lane.untried_note))
+                elif a.fired and a.span is None:  # a lane's one test decided: the decision's span is its
+                    a = Attempt(a.stage, a.rule, True, decision.span, decision.matched, a.note)
+                attempts.append(a)
         attempts += self._referents
         return Explanation(decision, self._text, self._tokens, tuple(attempts))
 
     def _length_attempt(self, stripped: int, fired: bool) -> Attempt:
-        min_chars = self._matcher.settings.min_chars
+        min_chars = self._settings.min_chars
         return Attempt("length", None, fired,
                        note=f"{stripped} visible characters (format characters removed, ends stripped); "
                        f"under {min_chars} is skipped")
-

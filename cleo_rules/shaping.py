@@ -84,7 +84,7 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     parts: list[Part] = []
     if "anchor" in fields:
-        anchor = matcher._anchor(history)
+        anchor = matcher.anchor(history)
         if anchor is not None:
             parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
                               (0, len(anchor.content)), None))

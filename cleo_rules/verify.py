@@ -244,12 +244,12 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
     that cannot be found raises :class:`~cleo_rules.errors.PackNotFound`.
     """
     from .pack.compile import compile_pack
-    from .pack.sources import check_version, find_pack
+    from .pack.sources import check_pack_version, find_pack
 
     found = pack if isinstance(pack, FoundPack) else find_pack(pack)
     try:
         compiled = compile_pack(found.path, check_examples=False)
-        check_version(compiled, require)
+        check_pack_version(compiled, require)
     except PackError as exc:
         return PackCheck(found, error=exc, corpus=corpus)
     where = corpus_dir

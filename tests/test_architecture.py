@@ -33,6 +33,12 @@ STORE_MAY_USE = {"cleo_rules.errors", "cleo_rules.jsonl", "cleo_rules.kinds", "c
                  "cleo_rules.resources"}
 #: the thin layers over the library; nothing else imports them
 LAYERS = ("cleo_rules.cli", "cleo_rules.serve", "cleo_rules.__main__")
+#: the matching walk: it walks the lanes it is given, and knows no rule family, no pack, no file
+WALK = ("cleo_rules.matcher", "cleo_rules.walk", "cleo_rules.explain", "cleo_rules.shaping", "cleo_rules.referents")
+#: what the rule families build on: the walk, the pack's loading and lints, the names; never what uses a pack
+FAMILIES_NEVER = ("cleo_rules.corpus", "cleo_rules.verify", "cleo_rules.runtime", "cleo_rules.turn",
+                  "cleo_rules.retrieval", "cleo_rules.pack.compile", "cleo_rules.pack.model", "cleo_rules.pack.cache",
+                  "cleo_rules.pack.examples")
 LAYER_LIBRARIES = {"click", "starlette", "uvicorn", "prometheus_client"}
 
 
@@ -142,7 +148,7 @@ def test_the_graph_is_read():
     assert "cleo_rules.runtime" in GRAPH["cleo_rules"]  # in __getattr__
     assert "cleo_rules.pack.model" in GRAPH["cleo_rules.turn"]  # under TYPE_CHECKING
     assert "cleo_rules.corpus.files" in GRAPH["cleo_rules.corpus.build"]  # `from . import files`
-    assert "regex" in OUTSIDE["cleo_rules.matcher"]
+    assert "regex" in OUTSIDE["cleo_rules.families.vocabulary"]
     assert "sentence_transformers" in OUTSIDE["cleo_rules.retrieval.torch_backend"]
     assert {"onnxruntime", "tokenizers"} <= OUTSIDE["cleo_rules.retrieval.onnx_backend"]
     assert "numpy" in TOP_LEVEL["cleo_rules.retrieval.onnx_backend"]
@@ -190,6 +196,20 @@ def test_the_core_knows_no_cli_or_service(module):
     assert sorted(OUTSIDE[module] & LAYER_LIBRARIES) == []
 
 
+def test_the_walk_knows_no_rule_family():
+    """The matcher is built from the lanes the families make; the walk's own modules import none of them."""
+    reached = reach(WALK)
+    assert "cleo_rules.prefilter.scan" in reached
+    assert sorted(m for m in reached if m.startswith(("cleo_rules.families", "cleo_rules.pack"))) == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.families")))
+def test_a_rule_family_knows_nothing_that_uses_a_pack(module):
+    """A family builds rules and lanes; what compiles, judges, caches or serves a pack calls it, never the other way."""
+    reached = reach([module])
+    assert sorted(m for m in reached if m.startswith(FAMILIES_NEVER + LAYERS)) == []
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_over_600_lines(module):
     assert len(MODULES[module].read_text(encoding="utf-8").splitlines()) <= 600
@@ -201,6 +221,12 @@ def _functions(path: Path):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             yield node.name, (node.end_lineno or node.lineno) - start + 1
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("cleo_rules.serve")))
+def test_no_function_over_100_lines(module):
+    """A function that grows past this does several things; the service's endpoints are the ones still to split."""
+    assert [(name, n) for name, n in _functions(MODULES[module]) if n > 100] == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.cli")))

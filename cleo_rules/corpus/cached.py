@@ -19,7 +19,7 @@ import logging
 
 from ..pack import cache
 from .generate import Group, generate
-from .model import Case, Turn
+from .model import Case, CaseTurn
 
 __all__ = ["generated"]
 
@@ -54,7 +54,7 @@ def _case(case: Case) -> dict:
     for f in dataclasses.fields(Case):
         value = getattr(case, f.name)
         if f.name == "history":
-            value = [h.to_dict() if isinstance(h, Turn) else h for h in value]
+            value = [h.to_dict() if isinstance(h, CaseTurn) else h for h in value]
             if not all(isinstance(h, (str, dict)) for h in value):
                 raise TypeError("a history item of another type")
         elif f.name == "not_rules":
@@ -74,7 +74,7 @@ def _write(groups: list[Group]) -> dict:
 def _read_case(doc: dict) -> Case:
     fields = dict(doc)
     fields["not_rules"] = tuple(fields["not_rules"])
-    fields["history"] = tuple(Turn(h["role"], h["content"]) if isinstance(h, dict) else h
+    fields["history"] = tuple(CaseTurn(h["role"], h["content"]) if isinstance(h, dict) else h
                               for h in fields["history"])
     return Case(**fields)
 

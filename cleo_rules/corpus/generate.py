@@ -52,10 +52,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Problem
-from ..kinds import DecisionKind, FileKind, RuleKind
-from ..pack.load import Source, pointer_join
+from ..families import RULE_CASES, family_of
+from ..families.referents import REFERENT_CASES
+from ..kinds import DecisionKind, FileKind
+from ..pack.load import LoadedFile, pointer_join
 from ..text import normalize
-from .model import CROSS, Case, CorpusError, Turn, history_item
+from .model import CROSS, Case, CorpusError, CaseTurn, history_item
 from .template import Grammar, TemplateError, clean, clean_lines, split_joint
 
 GENERATOR_VERSION = 2
@@ -65,17 +67,10 @@ DEFAULT_LIMIT = 40       # cases per template list when neither the rule nor the
 DEFAULT_CROSS_LIMIT = 80
 HISTORY_SLOT = "history"
 
-# list name -> (id letter, expected kind or None for the rule's own kind, direction)
-LISTS = (
-    ("positive", "p", None),
-    ("negative", "n", DecisionKind.SUBSTANTIVE),
-    ("request", "r", DecisionKind.FOLLOW_UP),
-)
+# list name -> (id letter, expected kind or None for the rule's own kind): each family's corpus_lists
+LISTS = RULE_CASES
 # a referent rule's lists: conversations whose referent it finds, and in which it finds none
-REFERENT_LISTS = (
-    ("positive", "p", DecisionKind.FOLLOW_UP),
-    ("negative", "n", None),
-)
+REFERENT_LISTS = REFERENT_CASES
 CROSS_LISTS = (
     ("substantive", "s"),
     ("follow_up", "f"),
@@ -105,8 +100,9 @@ class SlotsSpec:
 
 
 def rule_kind(rule) -> str:
-    """The kind a rule is listed and hashed under: a vocabulary set's is ``follow_up``, any other rule's its own."""
-    return DecisionKind.FOLLOW_UP if rule.kind == RuleKind.VOCABULARY else rule.kind
+    """The kind a rule is listed and hashed under (its family's ``corpus_kind``): a vocabulary set's is
+    ``follow_up``, a bundled rule's else its own."""
+    return family_of(rule).corpus_kind
 
 
 @dataclass(frozen=True)
@@ -173,7 +169,7 @@ def _file_name(pack, src) -> str:
         return Path(src.path).name
 
 
-def slots_spec(pack) -> tuple[SlotsSpec, Source | None]:
+def slots_spec(pack) -> tuple[SlotsSpec, LoadedFile | None]:
     """The generator's settings from the pack's slots file(s), and the (last) slots file."""
     spec = SlotsSpec(seed=pack.slots_seed)
     found = None
@@ -228,7 +224,10 @@ def surface(text: str, digest: bytes) -> str:
     return text
 
 
-class _Generator:
+class Generator:
+    """Expands one pack's templates; a rule family's :meth:`~cleo_rules.families.Family.corpus_cases` calls
+    :meth:`rule_cases` or :meth:`referent_cases` for its rules."""
+
     def __init__(self, pack):
         self.pack = pack
         self.spec, self.slots_source = slots_spec(pack)
@@ -239,7 +238,7 @@ class _Generator:
 
     # -- problems --------------------------------------------------------
 
-    def _place(self, src: Source | None, file_name: str, base: str, list_name: str, j: int, rule_id, message,
+    def _place(self, src: LoadedFile | None, file_name: str, base: str, list_name: str, j: int, rule_id, message,
                help):
         """A template problem, placed at the template in its file (``src``, kept by the pack)."""
         ptr = pointer_join(pointer_join(base, list_name), j)
@@ -307,7 +306,7 @@ class _Generator:
             elif role == "user":
                 history.append(clean(part))
             else:
-                history.append(Turn(role, clean_lines(part)))
+                history.append(CaseTurn(role, clean_lines(part)))
         return clean(parts[0]), Conversation(tuple(history), referent)
 
     def expand_lists(self, lists, *, src, file_name, base, rule_id, limit, need_referent=()):
@@ -435,27 +434,30 @@ class _Generator:
 
     def rule_group(self, rule) -> Group:
         try:
-            src: Source | None = self.pack.source(rule)
+            src: LoadedFile | None = self.pack.source(rule)
         except KeyError:  # a pack built in code, not from files
             src = None
         file_name = _file_name(self.pack, src) if src is not None else Path(rule.file).name
         gen = dict(rule.generate or {})
         given = gen.get("limit")
         limit: int = given if isinstance(given, int) else self.spec.limit
-        names = REFERENT_LISTS if rule.kind == RuleKind.REFERENT else LISTS
+        family = family_of(rule)
         lists = [(name, [t for t in gen.get(name) or [] if isinstance(t, (str, Mapping))], False)
-                 for name, _, _ in names]
+                 for name, _, _ in family.corpus_lists]
         templates = [t for _, ts, _ in lists for t in ts]
         conversations = [c for c in (_example_conversation(i) for i in rule.examples + rule.counterexamples) if c]
-        payload = {"rule": rule.id, "expect": rule_kind(rule), "role": getattr(rule, "role", None),
+        payload = {"rule": rule.id, "expect": family.corpus_kind, "role": getattr(rule, "role", None),
                    "generate": gen, "limit": limit,
                    "examples": [list(rule.examples), list(rule.counterexamples)] if conversations else None}
         group = Group(rule.id, file_name, self._hash(payload, templates), templates=len(templates))
-        if rule.kind == RuleKind.REFERENT:
-            return self._referent_group(rule, group, lists, src, file_name, limit)
+        return family.corpus_cases(self, rule, group, lists, src, file_name, limit)
+
+    def rule_cases(self, rule, group: Group, lists, src: LoadedFile | None, file_name: str, limit: int) -> Group:
+        """A classification rule's cases: its templates' positives, negatives and requests, and its examples that
+        are conversations."""
         kind = rule_kind(rule)
         examples = self._example_cases(rule, expect=kind, referents=False)
-        if not templates:
+        if not group.templates:
             group.cases += examples
             return group
         chosen = self.expand_lists(lists, src=src, file_name=file_name, base=pointer_join(rule.pointer, "generate"),
@@ -470,7 +472,7 @@ class _Generator:
         group.cases += examples
         return group
 
-    def _referent_group(self, rule, group: Group, lists, src: Source | None, file_name: str, limit: int) -> Group:
+    def referent_cases(self, rule, group: Group, lists, src: LoadedFile | None, file_name: str, limit: int) -> Group:
         """A referent rule's cases: its conversations (templates, examples), found both ways."""
         if group.templates:
             chosen = self.expand_lists(lists, src=src, file_name=file_name,
@@ -507,7 +509,7 @@ def generate(pack) -> list[Group]:
     nothing, a message both positive and negative), each placed at its
     template in the rule file.
     """
-    g = _Generator(pack)
+    g = Generator(pack)
     groups = [g.rule_group(rule) for rule in pack.rules + pack.referent_rules]
     cross = g.cross_group()
     if cross is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._deprecated import moved
 from ..errors import CleoError, Problem
 
 CROSS = "(cross-rule)"
@@ -13,7 +14,7 @@ ROLES = ("user", "assistant")
 
 
 @dataclass(frozen=True)
-class Turn(Mapping):
+class CaseTurn(Mapping):
     """One role-tagged turn of a case's history: ``{"role": "user" | "assistant", "content": str}``.
 
     A mapping, so it is handed to :meth:`Pack.classify` as it is, and a frozen
@@ -42,14 +43,14 @@ class Turn(Mapping):
 
 
 def history_item(item):
-    """A history item as a case holds it: a string, or a :class:`Turn` for ``{role, content}``.
+    """A history item as a case holds it: a string, or a :class:`CaseTurn` for ``{role, content}``.
 
     Raises ``ValueError`` for anything else (a role other than user or
     assistant, content that is not a string).
     """
     if isinstance(item, str):
         return item
-    if isinstance(item, Turn):
+    if isinstance(item, CaseTurn):
         return item
     if isinstance(item, Mapping):
         role, content = item.get("role"), item.get("content")
@@ -59,18 +60,18 @@ def history_item(item):
             raise ValueError("content must be a string")
         if set(item) - {"role", "content"}:
             raise ValueError(f"unknown key(s) {', '.join(sorted(map(str, set(item) - {'role', 'content'})))}")
-        return Turn(role, content)
+        return CaseTurn(role, content)
     raise ValueError(f"an item must be a string or {{role, content}}, found {type(item).__name__}")
 
 
 def plain(item):
     """A history item as JSON: the string, or ``{"role", "content"}``."""
-    return item.to_dict() if isinstance(item, Turn) else item
+    return item.to_dict() if isinstance(item, CaseTurn) else item
 
 
 def role_tagged(history) -> bool:
     """Whether a history holds role-tagged turns (any ``{role, content}`` item)."""
-    return any(isinstance(h, Turn) for h in history)
+    return any(isinstance(h, CaseTurn) for h in history)
 
 
 def user_turns(history) -> list[str]:
@@ -91,7 +92,7 @@ class Case:
     is the rule that found the decision's referent.
 
     ``history`` is the conversation before the message, oldest first:
-    strings (user messages) and :class:`Turn` items (``{role, content}``).
+    strings (user messages) and :class:`CaseTurn` items (``{role, content}``).
     With a history the query is checked too: a follow-up must be searched
     combined with ``anchor`` (by default the last user message of
     ``history``), anything else as typed. ``query``, when set, must equal the
@@ -176,3 +177,7 @@ class CorpusError(CleoError):
 def problem(code, message, file="", line=0, col=0, *, rule=None, pointer="", help="", rank=50) -> Problem:
     return Problem(code=code, message=message, file=file, line=line, col=col, pointer=pointer, rule=rule,
                    help=help, rank=rank)
+
+
+#: ``Turn``, as :class:`CaseTurn` was named (:class:`cleo_rules.turn.Turn` is the outcome of one turn).
+__getattr__ = moved(__name__, {"Turn": "CaseTurn"})

@@ -4,7 +4,7 @@ Two checks, both cheap, run on every pattern when a pack is compiled
 (:func:`cleo_rules.pack.compile.compile_pack` reports E131):
 
 * **Static** (:func:`static_risk`): the pattern is parsed (see
-  :mod:`cleo_rules._sre`) and walked. An unbounded repeat whose body holds
+  :mod:`cleo_rules.pattern_tree`) and walked. An unbounded repeat whose body holds
   another unbounded repeat is flagged, unless the body also has a mandatory
   character that none of the inner repeats can match (``(?:\\w+ )*`` is
   safe: each round must end at a space). An unbounded repeat over
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 
 from .. import timed
-from .._sre import ALPHABET, SINGLE, UNBOUNDED, C, class_chars, first_chars, is_repeat, parse
+from ..pattern_tree import ALPHABET, SINGLE, UNBOUNDED, C, class_chars, first_chars, is_repeat, parse
 
 __all__ = ["UNREADABLE", "probe", "readable", "static_risk"]
 

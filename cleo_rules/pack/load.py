@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from .._deprecated import moved
 from ..errors import Problem
 from . import flow
 
@@ -53,8 +54,8 @@ def pointer_join(pointer: str, token) -> str:
 
 
 @dataclass(frozen=True)
-class Source:
-    """One YAML document with the position of every value and key in it.
+class LoadedFile:
+    """One YAML file as loaded: its document, with the position of every value and key in it.
 
     ``values`` and ``keys`` map a JSON pointer to a 1-based ``(line, col)``;
     ``styles`` maps a pointer to the scalar style (``None`` plain, ``'"'``,
@@ -231,7 +232,7 @@ def _placeholders(text: str) -> tuple[str, dict | None]:
     return text.translate({ord(k): v for k, v in there.items()}), {ord(v): k for k, v in there.items()}
 
 
-def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, list[Problem]]:
+def load_yaml(path: Path, display: str | None = None) -> tuple[LoadedFile | None, list[Problem]]:
     """Load one rule file. Returns ``(source, [])`` or ``(None, problems)``."""
     display = display or str(path)
     try:
@@ -266,7 +267,7 @@ def load_yaml(path: Path, display: str | None = None) -> tuple[Source | None, li
 
 
 def parse_yaml(text: str, path: Path, display: str, *, min_flow_items: int = flow.MIN_ITEMS
-               ) -> tuple[Source | None, list[Problem]]:
+               ) -> tuple[LoadedFile | None, list[Problem]]:
     """Parse the text of one file as :func:`load_yaml` does (no size check: the caller bounds it).
 
     Long flow sequences of plain strings (a generated word list) are read by
@@ -286,7 +287,7 @@ def parse_yaml(text: str, path: Path, display: str, *, min_flow_items: int = flo
     return found
 
 
-def _parse(text: str, path: Path, display: str, restore, runs=None) -> tuple[Source | None, list[Problem]] | None:
+def _parse(text: str, path: Path, display: str, restore, runs=None) -> tuple[LoadedFile | None, list[Problem]] | None:
     """The loader on ``text``; None when ``runs`` were given and one is not where the loader found a sequence."""
     loader = None
     values, keys, styles = {}, {}, {}
@@ -323,7 +324,7 @@ def _parse(text: str, path: Path, display: str, restore, runs=None) -> tuple[Sou
     finally:
         if loader is not None:
             loader.dispose()
-    return Source(path=path, display=display, data=data, values=values, keys=keys, styles=styles), []
+    return LoadedFile(path=path, display=display, data=data, values=values, keys=keys, styles=styles), []
 
 
 def resolve_member(pack_dir: Path, name: str) -> Path | None:
@@ -351,3 +352,7 @@ def display(path) -> str:
     except ValueError:  # another drive
         return str(path)
     return rel if not rel.startswith("..") else str(path)
+
+
+#: ``Source``, as this class was named, is :class:`LoadedFile` (``cleo_rules.kinds.Source`` is a stored item's origin).
+__getattr__ = moved(__name__, {"Source": "LoadedFile"})

@@ -1,27 +1,34 @@
-"""The compiled pack and its rules: frozen values, made by :mod:`.compile`.
+"""The compiled pack and its settings: frozen values, made by :mod:`.compile`.
 
-A :class:`Pack` holds its settings, its rules in the order they are listed,
-the matcher built from them, and what it was built from: the manifest and
-every rule file as loaded (:class:`~cleo_rules.pack.load.Source`, with the
-position of every value), and, on each rule, the file, line and JSON
-pointer it was defined at. So a stage that reports on a rule (its examples,
-its corpus templates, the required version) finds the place at hand and
-never reads a file again.
+A :class:`Pack` holds its settings, each rule family's rules in the order
+they are listed (:attr:`Pack.family_rules`), the matcher built from their
+lanes, and what it was built from: the manifest and every rule file as
+loaded (:class:`~cleo_rules.pack.load.LoadedFile`, with the position of every
+value), and, on each rule, the file, line and JSON pointer it was defined at.
+So a stage that reports on a rule (its examples, its corpus templates, the
+required version) finds the place at hand and never reads a file again.
+The rules themselves are defined by their families (:mod:`cleo_rules.families`):
+:class:`VocabSet`, :class:`PatternRule`, :class:`ReferentRule`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Mapping
 
+from .._deprecated import moved
 from ..decision import Decision
 from ..explain import Explanation
-from ..kinds import DecisionKind, RuleKind
+from ..families import build_matcher, family
+from ..families.patterns import PatternRule
+from ..families.referents import ReferentRule
+from ..families.vocabulary import VocabSet
+from ..kinds import DecisionKind, FileKind
 from ..matcher import Matcher
-from .load import Source
+from .load import LoadedFile
 
-__all__ = ["DEFAULT_CONTEXT", "Pack", "PatternRule", "ReferentRule", "Settings", "VocabSet"]
+__all__ = ["DEFAULT_CONTEXT", "Pack", "PackSettings", "PatternRule", "ReferentRule", "VocabSet"]
 
 DEFAULT_CONTEXT = {
     "header": "Memory recalled for this turn (searched for: {query}):",
@@ -34,7 +41,10 @@ DEFAULT_CONTEXT = {
 
 
 @dataclass(frozen=True)
-class Settings:
+class PackSettings:
+    """A pack's ``settings:`` (the manifest's), each default the one its JSON Schema states
+    (``schemas/pack.schema.json``, where each is described; a test holds the two equal)."""
+
     min_chars: int = 10
     max_follow_up_words: int = 12
     combine: str = "{anchor}\n{message}"
@@ -48,119 +58,53 @@ class Settings:
     antecedent_reach: int = 6
 
 
-@dataclass(frozen=True)
-class VocabSet:
-    """A vocabulary set: low-content words and phrases with a ``role``.
-
-    ``file`` and ``line`` name where it is defined, ``pointer`` its place in
-    that file's document (``/sets/2``).
-    """
-
-    id: str
-    role: str
-    description: str
-    words: tuple[str, ...]
-    token_patterns: tuple[str, ...]
-    examples: tuple[str, ...]
-    counterexamples: tuple[str, ...]
-    file: str
-    line: int
-    generate: Mapping | None = None
-    kind: RuleKind = RuleKind.VOCABULARY
-    pointer: str = ""
-
-
-@dataclass(frozen=True)
-class PatternRule:
-    """A correction or follow-up pattern (``kind``), with its bounds and guards; placed as :class:`VocabSet`."""
-
-    id: str
-    kind: RuleKind  # RuleKind.FOLLOW_UP or RuleKind.CORRECTION
-    description: str
-    pattern: str
-    examples: tuple[str, ...]
-    counterexamples: tuple[str, ...]
-    file: str
-    line: int
-    request_forms: tuple[str, ...] = ()
-    max_content_words: int | None = None
-    min_content_words: int = 0
-    max_content_before: int | None = None
-    generate: Mapping | None = None
-    compiled: Any = field(default=None, compare=False, repr=False)
-    max_words: int | None = None
-    unless_name_before: bool = False
-    unless_name: bool = False
-    head_in: str | None = None
-    after_vocabulary: bool = False
-    requires_antecedent: bool = False
-    pointer: str = ""
-
-    @property
-    def guarded(self) -> bool:
-        """Whether a match must also pass a check on the text as typed or on the lexicon."""
-        return self.unless_name_before or self.unless_name or self.head_in is not None
-
-    @property
-    def topic_bounded(self) -> bool:
-        """Whether the rule bounds the topic words around its match."""
-        return self.max_content_words is not None or bool(self.min_content_words) \
-            or self.max_content_before is not None
-
-
-@dataclass(frozen=True)
-class ReferentRule:
-    """A rule of a ``referents`` file: referring words and how their referent is selected."""
-
-    id: str
-    description: str
-    pattern: str
-    select: str
-    examples: tuple  # of mappings: message, history, referent
-    counterexamples: tuple
-    file: str
-    line: int
-    reach: int | None = None
-    compiled: Any = field(default=None, compare=False, repr=False)
-    kind: RuleKind = RuleKind.REFERENT
-    unless_name: bool = False
-    generate: Mapping | None = None
-    pointer: str = ""
-
-
 class Pack:
     """A compiled, immutable rule pack.
 
     ``classify(message, history=())`` returns a :class:`Decision`;
     ``explain`` also lists every rule tried. Attributes: ``name``,
-    ``version``, ``locale``, ``content_hash``, ``settings``, ``rules``,
-    ``context`` (templates for the context block), ``slots`` (corpus fillers),
-    ``referent_rules`` and ``lexicon`` (word sets by name); ``manifest`` and
-    ``sources`` (each rule file by its name in the manifest, in that order)
-    are the files it was built from, as loaded, with positions.
-    ``requirements``, what each pattern requires of a text for the matcher's
-    prefilter, is given only by a pack read back from the compiled-pack cache
-    (:mod:`.snapshot`); otherwise the matcher works them out.
+    ``version``, ``locale``, ``content_hash``, ``settings``
+    (:class:`PackSettings`), ``family_rules`` (each rule family's rules by
+    its file kind), ``rules`` (those that classify, as reports list them),
+    ``referent_rules``, ``context`` (templates for the context block),
+    ``slots`` (corpus fillers) and ``lexicon`` (word sets by name);
+    ``manifest`` and ``sources`` (each rule file by its name in the
+    manifest, in that order) are the files it was built from, as loaded,
+    with positions. The bundled families' rules are given as ``vocab_sets``,
+    ``follow_ups``, ``corrections`` and ``referent_rules`` (and read back so),
+    any family's in ``family_rules``. ``requirements``, what each pattern
+    requires of a text for the matcher's prefilter, is given only by a pack
+    read back from the compiled-pack cache (:mod:`.snapshot`); otherwise the
+    matcher works them out.
     """
 
-    __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings",
-                 "vocab_sets", "follow_ups", "corrections", "context", "slots", "slots_seed", "referent_rules",
-                 "lexicon", "referent_words", "manifest", "sources", "_by_file", "_by_id", "_matcher", "_frozen",
-                 "__weakref__")
+    __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings", "family_rules",
+                 "context", "slots", "slots_seed", "lexicon", "referent_words", "manifest", "sources", "_rules",
+                 "_by_file", "_by_id", "_matcher", "_frozen", "__weakref__")
 
-    def __init__(self, *, name, version, locale, description, path, content_hash, settings,
-                 vocab_sets, follow_ups, corrections, context, slots, slots_seed, referent_rules=(),
-                 lexicon=MappingProxyType({}), referent_words=MappingProxyType({}), manifest: Source | None = None,
-                 sources: Mapping[str, Source] = MappingProxyType({}), requirements=None):
-        for key, value in locals().items():
-            if key not in ("self", "requirements"):
-                object.__setattr__(self, key, value)
+    def __init__(self, *, name, version, locale, description, path, content_hash, settings, context, slots,
+                 slots_seed, vocab_sets=(), follow_ups=(), corrections=(), referent_rules=(),
+                 family_rules: Mapping[str, tuple] = MappingProxyType({}), lexicon=MappingProxyType({}),
+                 referent_words=MappingProxyType({}), manifest: LoadedFile | None = None,
+                 sources: Mapping[str, LoadedFile] = MappingProxyType({}), requirements=None):
+        rules: dict[str, tuple] = {FileKind.VOCABULARY: tuple(vocab_sets), FileKind.FOLLOW_UPS: tuple(follow_ups),
+                 FileKind.CORRECTIONS: tuple(corrections), FileKind.REFERENTS: tuple(referent_rules)}
+        rules.update((kind, tuple(given)) for kind, given in family_rules.items())
+        for key, value in (("name", name), ("version", version), ("locale", locale), ("description", description),
+                           ("path", path), ("content_hash", content_hash), ("settings", settings),
+                           ("family_rules", MappingProxyType(rules)), ("context", context), ("slots", slots),
+                           ("slots_seed", slots_seed), ("lexicon", lexicon), ("referent_words", referent_words),
+                           ("manifest", manifest), ("sources", sources)):
+            object.__setattr__(self, key, value)
+        listing = sorted((f.listed, n, f.kind) for n, f in enumerate(map(family, rules)) if f.listed is not None)
+        object.__setattr__(self, "_rules", tuple(r for _, _, kind in listing for r in rules[kind]))
         object.__setattr__(self, "_by_file", {src.display: src for src in sources.values()})
-        object.__setattr__(self, "_by_id", {r.id: r for r in reversed(self.rules + tuple(referent_rules))})
-        object.__setattr__(self, "_matcher",
-                           Matcher(settings, vocab_sets, follow_ups, corrections, (name, version, content_hash),
-                                   referent_rules=referent_rules, lexicon=lexicon, referent_words=referent_words,
-                                   requirements=requirements))
+        everything = self._rules + tuple(r for kind, given in rules.items() if family(kind).listed is None
+                                         for r in given)
+        object.__setattr__(self, "_by_id", {r.id: r for r in reversed(everything)})
+        object.__setattr__(self, "_matcher", build_matcher(settings, rules, (name, version, content_hash),
+                                                           lexicon=lexicon, referent_words=referent_words,
+                                                           requirements=requirements))
         object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, key, value):
@@ -171,19 +115,37 @@ class Pack:
 
     @property
     def rules(self) -> tuple:
-        """Every classification rule, as reports list them: corrections, vocabulary sets, follow-up patterns.
+        """Every classification rule, as reports list them: corrections, vocabulary sets, follow-up patterns
+        (then any other family's, by its ``listed``).
 
         (The matcher tries the corrections, then the follow-up patterns, then
         the vocabulary test, then the follow-up patterns marked
-        ``after_vocabulary``; ``referent_rules`` are apart.)
+        ``after_vocabulary``: its ``lanes``; ``referent_rules`` are apart.)
         """
-        return self.corrections + self.vocab_sets + self.follow_ups
+        return self._rules
+
+    @property
+    def vocab_sets(self) -> tuple:
+        return self.family_rules[FileKind.VOCABULARY]
+
+    @property
+    def follow_ups(self) -> tuple:
+        """The follow-up patterns, in the order tried (those marked ``after_vocabulary`` last)."""
+        return self.family_rules[FileKind.FOLLOW_UPS]
+
+    @property
+    def corrections(self) -> tuple:
+        return self.family_rules[FileKind.CORRECTIONS]
+
+    @property
+    def referent_rules(self) -> tuple:
+        return self.family_rules[FileKind.REFERENTS]
 
     def rule(self, rule_id: str):
         """The classification or referent rule with this id; ``KeyError`` when the pack has none."""
         return self._by_id[rule_id]
 
-    def source(self, rule) -> Source:
+    def source(self, rule) -> LoadedFile:
         """The rule file ``rule`` was defined in, as loaded (``KeyError`` for a rule the pack was not built
         from its files with)."""
         return self._by_file[rule.file]
@@ -206,3 +168,8 @@ class Pack:
     @property
     def matcher(self) -> Matcher:
         return self._matcher
+
+
+#: ``Settings``, as the pack's settings were named (``cleo_rules.serve.settings.Settings`` are the service's), is
+#: :class:`PackSettings`.
+__getattr__ = moved(__name__, {"Settings": "PackSettings"})

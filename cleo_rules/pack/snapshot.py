@@ -10,8 +10,10 @@ would otherwise work out again. Patterns are compiled again from their text,
 exactly as the compiler compiles them.
 
 Nothing here can run code or name one: a type is read back only from a fixed
-list (the rule classes and two enumerations), never looked up by a name the
-data chooses. What depends on where the pack is read from (its directory, each
+list (the bundled families' rule classes and two enumerations), never looked
+up by a name the data chooses; rules are stored by their family's file kind,
+and only the bundled families' kinds are read back. A pack with rules of a
+family registered from outside the package is not stored. What depends on where the pack is read from (its directory, each
 file's path and how messages name it, relative to the working directory)
 is not stored but given to :func:`from_data`, so the same entry serves a
 pack from any directory and any working directory.
@@ -31,17 +33,17 @@ from typing import Any
 import regex
 
 from ..kinds import FileKind, RuleKind
-from .load import Source, display, resolve_member
-from .model import Pack, PatternRule, ReferentRule, Settings, VocabSet
+from .load import LoadedFile, display, resolve_member
+from .model import Pack, PackSettings, PatternRule, ReferentRule, VocabSet
 
 __all__ = ["FORMAT", "Unstorable", "from_data", "to_data"]
 
 #: the layout of the data; a change here changes every cache key
-FORMAT = 1
+FORMAT = 2
 
 _RULES = {cls.__name__: cls for cls in (VocabSet, PatternRule, ReferentRule)}
 _ENUMS = {cls.__name__: cls for cls in (RuleKind, FileKind)}
-_RULE_LISTS = ("vocab_sets", "corrections", "follow_ups", "referent_rules")
+_FAMILIES = frozenset(FileKind)  # the bundled families' kinds: the only rule lists stored
 
 
 class Unstorable(Exception):
@@ -93,13 +95,13 @@ def _dec(value) -> Any:
     raise ValueError(f"unknown tag {tag!r}")
 
 
-def _source(src: Source) -> dict:
+def _source(src: LoadedFile) -> dict:
     """A file as loaded; its document and position tables are plain YAML values already."""
     return {"data": src.data, "values": src.values, "keys": src.keys, "styles": src.styles}
 
 
-def _read_source(doc: dict, path: Path) -> Source:
-    return Source(path=path, display=display(path), data=doc["data"],
+def _read_source(doc: dict, path: Path) -> LoadedFile:
+    return LoadedFile(path=path, display=display(path), data=doc["data"],
                   values={k: tuple(v) for k, v in doc["values"].items()},
                   keys={k: tuple(v) for k, v in doc["keys"].items()}, styles=dict(doc["styles"]))
 
@@ -140,13 +142,16 @@ def to_data(pack: Pack) -> dict:
         raise Unstorable("a pack without its manifest")
     names = list(pack.sources)
     files = {src.display: i for i, src in enumerate(pack.sources.values())}
-    settings = {f.name: _enc(getattr(pack.settings, f.name)) for f in dataclasses.fields(Settings)}
+    settings = {f.name: _enc(getattr(pack.settings, f.name)) for f in dataclasses.fields(PackSettings)}
+    outside = sorted(kind for kind in pack.family_rules if kind not in _FAMILIES)
+    if outside:
+        raise Unstorable(f"rules of the family {outside[0]!r}, which is not bundled")
     return {
         "format": FORMAT,
         "identity": {k: _enc(getattr(pack, k)) for k in ("name", "version", "locale", "description")},
         "content_hash": pack.content_hash,
         "settings": settings,
-        "rules": {k: [_rule(r, files) for r in getattr(pack, k)] for k in _RULE_LISTS},
+        "rules": {str(kind): [_rule(r, files) for r in rules] for kind, rules in pack.family_rules.items()},
         "context": _enc(pack.context),
         "slots": _enc(pack.slots),
         "slots_seed": _enc(pack.slots_seed),
@@ -174,14 +179,15 @@ def from_data(doc: dict, pack_dir: Path, manifest_path: Path) -> Pack:
         paths.append(member)
     sources = [_read_source(s, p) for s, p in zip(doc["sources"], paths, strict=True)]
     shown = [src.display for src in sources]
-    rules = {k: tuple(_read_rule(r, shown) for r in doc["rules"][k]) for k in _RULE_LISTS}
-    requirements = _dec(doc["requirements"])  # one per pattern the matcher tries, in its order
-    if len(requirements) != len(rules["corrections"]) + len(rules["follow_ups"]) + len(rules["referent_rules"]):
-        raise ValueError("the prefilter's requirements do not match the rules")
+    if not set(doc["rules"]) <= _FAMILIES:
+        raise ValueError("rules of a family that is not bundled")
+    rules: dict[str, tuple] = {FileKind(k): tuple(_read_rule(r, shown) for r in given)
+                               for k, given in doc["rules"].items()}
+    requirements = _dec(doc["requirements"])  # one per pattern the matcher tries, in its order (it checks the count)
     identity = {k: _dec(v) for k, v in doc["identity"].items()}
     return Pack(**identity, path=pack_dir, content_hash=doc["content_hash"],
-                settings=Settings(**{k: _dec(v) for k, v in doc["settings"].items()}),
-                **rules, context=_dec(doc["context"]), slots=_dec(doc["slots"]), slots_seed=_dec(doc["slots_seed"]),
+                settings=PackSettings(**{k: _dec(v) for k, v in doc["settings"].items()}),
+                family_rules=rules, context=_dec(doc["context"]), slots=_dec(doc["slots"]), slots_seed=_dec(doc["slots_seed"]),
                 lexicon=MappingProxyType({k: frozenset(v) for k, v in doc["lexicon"].items()}),
                 referent_words=_dec(doc["referent_words"]), requirements=requirements,
                 manifest=_read_source(doc["manifest"], manifest_path),

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._deprecated import moved
 from ..errors import PackNotFound, PackVersionError, Problem, UsageError
 from ..resources import rules_dir
 from .load import MANIFEST, display, load_yaml, resolve_member
@@ -43,7 +44,7 @@ ENV_VAR = "CLEO_RULES_PACK"
 
 __all__ = [
     "ENV_VAR", "GROUP", "FoundPack", "PackInfo", "Version", "VersionRange", "VersionRangeError",
-    "available_packs", "check_version", "find_pack", "pack_info", "resolve_pack",
+    "available_packs", "check_pack_version", "find_pack", "pack_info", "resolve_pack",
 ]
 
 
@@ -248,7 +249,7 @@ class VersionRange:
         return self.text
 
 
-def check_version(pack, require) -> None:
+def check_pack_version(pack, require) -> None:
     """Raise :class:`PackVersionError` unless ``pack.version`` is in ``require``.
 
     ``require`` is a range string or :class:`VersionRange`; ``None`` accepts any.
@@ -547,3 +548,8 @@ def find_pack(spec=None, *, cwd=None, environ=None) -> FoundPack:
     if (local / MANIFEST).is_file():
         return FoundPack(Path("rules") if cwd is None else local, "./rules")
     return FoundPack(rules_dir(), "bundled")
+
+
+#: ``check_version``, as :func:`check_pack_version` was named (``cleo_rules.retrieval.pg_schema`` has its own, of a
+#: schema's version).
+__getattr__ = moved(__name__, {"check_version": "check_pack_version"})

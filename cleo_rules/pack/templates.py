@@ -26,7 +26,7 @@ import string
 from collections.abc import Iterable
 
 from ..errors import Problem
-from .load import Source
+from .load import LoadedFile
 
 __all__ = ["CONTEXT_FIELDS", "MAX_PRECISION", "NUMBER_FIELDS", "QUERY_FIELDS", "lint_context", "template_faults"]
 
@@ -81,7 +81,7 @@ def template_faults(template: str, fields: Iterable[str], required: Iterable[str
     return faults
 
 
-def lint_context(source: Source, templates) -> list[Problem]:
+def lint_context(source: LoadedFile, templates) -> list[Problem]:
     """Every fault of the manifest's ``context:`` templates, placed at the template (E148)."""
     problems: list[Problem] = []
     if not isinstance(templates, dict):

@@ -1,7 +1,7 @@
 """Schema validation and lints, with every problem placed.
 
 jsonschema reports where in the *document* a problem is (``absolute_path``);
-:class:`~cleo_rules.pack.load.Source` knows where each document value sits in
+:class:`~cleo_rules.pack.load.LoadedFile` knows where each document value sits in
 the *file*. Joining the two gives ``file:line:col``, the JSON pointer and the
 rule id for every finding. Messages are rewritten for people, with one line
 of help each; the most relevant (jsonschema's ``relevance``) come first.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import unicodedata
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -26,12 +27,13 @@ from jsonschema.exceptions import relevance
 from jsonschema.protocols import Validator
 
 from .. import timed
+from .._deprecated import moved
 from ..errors import Problem
 from ..kinds import FileKind
 from ..resources import schemas_dir
 from . import backtracking, bounds
 from .templates import QUERY_FIELDS, template_faults
-from .load import Source, pointer_join
+from .load import LoadedFile, pointer_join
 
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
                "object": "a mapping", "boolean": "true or false", "null": "nothing"}
@@ -39,8 +41,13 @@ _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a n
 
 @lru_cache(maxsize=None)
 def validator(name: str) -> Validator:
+    """The validator of the bundled schema ``name`` (``schemas/<name>.schema.json``)."""
     with open(schemas_dir() / f"{name}.schema.json", encoding="utf-8") as fh:
-        schema = json.load(fh)
+        return validator_of(json.load(fh))
+
+
+def validator_of(schema: Mapping) -> Validator:
+    """A validator of ``schema``, a JSON Schema (a rule family's own), as the bundled ones are read."""
     cls = validators.validator_for(schema)
     # JSON Schema counts 10.0 as an integer; a count in a rule file is written as a whole number
     whole = cls.TYPE_CHECKER.redefine("integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
@@ -79,7 +86,7 @@ def rule_id_at(data, pointer: str) -> str | None:
     return None
 
 
-def _describe(error, source: Source) -> list[Problem]:
+def _describe(error, source: LoadedFile) -> list[Problem]:
     """Turn one jsonschema error into one or more placed problems."""
     pointer = "".join(pointer_join("", p) for p in error.absolute_path)
     rule = rule_id_at(source.data, pointer)
@@ -158,9 +165,15 @@ def _describe(error, source: Source) -> list[Problem]:
     return [mk("E120", error.message, schema.get("description", "see the schema in schemas/"))]
 
 
-def find_schema_problems(source: Source, schema_name: str) -> list[Problem]:
-    """Every way ``source`` breaks the JSON Schema ``schema_name``, placed and worded for people."""
-    errors = sorted(validator(schema_name).iter_errors(source.data), key=relevance)
+def find_schema_problems(source: LoadedFile, schema: str | Mapping) -> list[Problem]:
+    """Every way ``source`` breaks a JSON Schema, placed and worded for people.
+
+    ``schema`` is a bundled schema's name (``"pack"``, ``"corrections"``) or
+    a schema itself (a rule family's own, :attr:`Family.schema
+    <cleo_rules.families.Family.schema>`).
+    """
+    check = validator(schema) if isinstance(schema, str) else validator_of(schema)
+    errors = sorted(check.iter_errors(source.data), key=relevance)
     problems: list[Problem] = []
     for rank, error in enumerate(errors):
         for p in _describe(error, source):
@@ -168,24 +181,32 @@ def find_schema_problems(source: Source, schema_name: str) -> list[Problem]:
     return problems
 
 
-def file_kind(source: Source) -> tuple[FileKind | None, list[Problem]]:
+def read_kind(source: LoadedFile, known: Sequence[str]) -> tuple[str | None, list[Problem]]:
+    """The ``kind:`` of a rule file, one of ``known``; else None and the problem, placed at the ``kind:`` (or
+    at the file's start when it has none), with the known kinds and the nearest one."""
     data = source.data
     if not isinstance(data, dict):
         return None, [source.problem("E120", f"a rule file must be a mapping, found {_type_of(data)}", "",
                                      help="start the file with `kind: ...`", rank=5)]
     kind = data.get("kind")
-    if kind not in tuple(FileKind):
+    if not isinstance(kind, str) or kind not in known:
         if "kind" not in data:
             return None, [source.problem("E122", "missing required key 'kind'", "",
-                                         help=f"add `kind:` with one of {', '.join(FileKind)}", rank=5)]
-        guess = difflib.get_close_matches(str(kind), [k.value for k in FileKind], n=1)
+                                         help=f"add `kind:` with one of {', '.join(known)}", rank=5)]
+        guess = difflib.get_close_matches(str(kind), [str(k) for k in known], n=1)
         hint = f"did you mean {guess[0]!r}? " if guess else ""
         return None, [source.problem("E124", f"unknown file kind {kind!r}", "/kind",
-                                     help=f"{hint}kinds: {', '.join(FileKind)}", rank=5)]
-    return FileKind(kind), []
+                                     help=f"{hint}kinds: {', '.join(known)}", rank=5)]
+    return kind, []
 
 
-def lint_combine(source: Source, template: str, key: str = "combine",
+def _file_kind(source: LoadedFile) -> tuple[FileKind | None, list[Problem]]:
+    """:func:`read_kind` among the bundled families' kinds (what ``file_kind`` was)."""
+    kind, problems = read_kind(source, tuple(FileKind))
+    return (None if kind is None else FileKind(kind)), problems
+
+
+def lint_combine(source: LoadedFile, template: str, key: str = "combine",
                   required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
     """A query template (``settings.<key>``) uses only plain {anchor}, {referent} and {message}, and all of
     ``required`` (:func:`.templates.template_faults`: no format spec, conversion, attribute or index)."""
@@ -209,7 +230,7 @@ _CONTROL_NAMES = {
 _LAYOUT = frozenset("\t\n\r")  # white space a verbose (?x) pattern may hold
 
 
-def lint_control_characters(src: Source, ptr: str, rid: str | None, pattern: str) -> list[Problem]:
+def lint_control_characters(src: LoadedFile, ptr: str, rid: str | None, pattern: str) -> list[Problem]:
     """A pattern holding a control character: almost always a double-quoted YAML escape (``"\\bwhy"``)."""
     for i, ch in enumerate(pattern):
         if ch in _LAYOUT or unicodedata.category(ch) != "Cc":
@@ -223,7 +244,7 @@ def lint_control_characters(src: Source, ptr: str, rid: str | None, pattern: str
     return []
 
 
-def lint_pattern(src: Source, ptr: str, rid: str | None, pattern: str) -> tuple[Any, list[Problem]]:
+def lint_pattern(src: LoadedFile, ptr: str, rid: str | None, pattern: str) -> tuple[Any, list[Problem]]:
     """Compile one pattern and lint it. Returns ``(compiled or None, problems)``.
 
     The lints: a pattern too big to compile (E147, :mod:`.bounds`, judged
@@ -266,3 +287,8 @@ def lint_pattern(src: Source, ptr: str, rid: str | None, pattern: str) -> tuple[
                                     help="avoid nested repeats like (\\w+\\s?)+ and overlapping alternatives like (a|aa)+; "
                                          "bound the repeat ({0,4}) or make each round end in a fixed character"))
     return compiled, problems
+
+
+#: ``file_kind`` (``cleo_rules.retrieval.schema`` has its own, of a stored file's mode) is :func:`read_kind`, which
+#: takes the kinds the registry knows (:func:`cleo_rules.families.kinds`).
+__getattr__ = moved(__name__, {"file_kind": ("_file_kind", "use cleo_rules.families.family_of_file")})

@@ -1,7 +1,7 @@
 """Requirements of a pattern: conditions every text it matches satisfies.
 
 :func:`literal_requirements` reads them off the parsed pattern (see
-:mod:`cleo_rules._sre`): strings the text must contain, prefixes it must
+:mod:`cleo_rules.pattern_tree`): strings the text must contain, prefixes it must
 start with, whole words it must hold, words that must come among its first
 few. A text that fails one cannot match, so the pattern need not be searched
 (:class:`cleo_rules.prefilter.LiteralIndex` finds the rules whose
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import regex
 
-from .._sre import UNBOUNDED, C, first_chars, is_repeat, parse
+from ..pattern_tree import UNBOUNDED, C, first_chars, is_repeat, parse
 
 __all__ = ["Condition", "first_ascii_chars", "literal_requirements"]
 

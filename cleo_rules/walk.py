@@ -1,0 +1,221 @@
+"""The parts of the matching walk that the matcher and the rule families share.
+
+The matcher (:mod:`cleo_rules.matcher`) takes a message through an ordered
+list of **lanes**. A lane is one stage of the walk, made by a rule family
+(:mod:`cleo_rules.families`) from its rules: the corrections, the follow-up
+patterns tried before the vocabulary test, the vocabulary test, those tried
+after it. Each lane is asked in turn; the first that takes the message
+decides its kind (:attr:`Lane.decides`), and a message no lane takes is
+``substantive``.
+
+What a lane reads of the message is one :class:`Walk`: the text as typed, the
+normalised text the patterns see, its words, the history, the recorder that
+``explain`` listens with, and what is worked out only when a lane asks (the
+vocabulary's cover of the words, the words' spans). The walk's outcome is a
+:class:`WalkResult`, a frozen value that the matcher turns into a
+:class:`~cleo_rules.decision.Decision` and that ``explain`` and the query's
+shaping read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import timed
+from .explain import PREFILTERED, Attempt
+from .kinds import DecisionKind
+
+__all__ = ["Lane", "LaneContext", "RuleTimeout", "Walk", "WalkResult", "limited"]
+
+
+class RuleTimeout(Exception):
+    """A search ran out of time twice; ``rule_id`` names the rule. The message is then searched as typed."""
+
+    def __init__(self, rule_id: str):
+        super().__init__(rule_id)
+        self.rule_id = rule_id
+
+
+def limited(rule_id: str, method, text: str, timeout: float):
+    """``method(text)`` under the pack's time limit; :class:`RuleTimeout` names the rule.
+
+    The limit counts the whole process's CPU time, so a fast pattern can
+    run out of it while other threads work; a timed-out search is run
+    again (:func:`cleo_rules.timed.again`): a slow pattern costs at most
+    twice the limit, and inside a gate only a reproducible timeout counts.
+    """
+    try:
+        return method(text, timeout=timeout)
+    except TimeoutError:
+        pass
+    try:
+        return timed.again(method, text, timeout)
+    except TimeoutError:
+        raise RuleTimeout(rule_id) from None
+
+
+@dataclass(frozen=True)
+class LaneContext:
+    """What every lane of one pack may read besides its own rules.
+
+    ``settings`` are the pack's; ``lexicon`` its word sets by name;
+    ``function_words`` the words of its filler vocabulary sets; ``referents``
+    the :class:`~cleo_rules.referents.ReferentFinder` of its referent rules
+    (names and mentions in a text); ``vocabulary`` the cover of a message's
+    words by the vocabulary sets (:class:`cleo_rules.families.vocabulary.Vocabulary`),
+    from which topic words are counted.
+    """
+
+    settings: Any
+    lexicon: Mapping[str, frozenset[str]]
+    function_words: frozenset[str]
+    referents: Any
+    vocabulary: Any
+
+    @property
+    def timeout(self) -> float:
+        """The time limit of one search, in seconds."""
+        return self.settings.timeout_ms / 1000.0
+
+
+class Walk:
+    """One message on its way through the lanes: what every lane reads, each part worked out once.
+
+    ``message`` is the text as typed, ``text`` the normalised text the
+    patterns see (the first ``max_scan_chars`` characters), ``words`` the
+    word pattern for that text and ``tokens`` its words; ``history`` the
+    conversation before it (:class:`~cleo_rules.history.Said` items),
+    ``recorder`` the :class:`~cleo_rules.explain.Recorder` or None, ``long``
+    whether it has more words than ``max_follow_up_words``. ``cover`` (the
+    vocabulary's cover of the words, see :meth:`topic_counts`) and ``spans``
+    (each word's span) are filled in by the first lane that needs them.
+    """
+
+    __slots__ = ("message", "text", "words", "tokens", "history", "recorder", "long", "vocabulary", "cover", "spans")
+
+    def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, long: bool, vocabulary):
+        self.message = message
+        self.text = text
+        self.words = words
+        self.tokens = tokens
+        self.history = history
+        self.recorder = recorder
+        self.long = long
+        self.vocabulary = vocabulary
+        self.cover = None
+        self.spans: list[tuple[int, int]] | None = None
+
+    def word_spans(self) -> list[tuple[int, int]]:
+        """Each word's ``(start, end)`` in :attr:`text`."""
+        if self.spans is None:
+            self.spans = [w.span() for w in self.words.finditer(self.text)]
+        return self.spans
+
+    def topic_counts(self, start: int, end: int) -> tuple[int, int]:
+        """Topic words (words the vocabulary does not cover) outside ``start:end`` of the text, and before it."""
+        if self.cover is None:
+            self.cover = self.vocabulary.cover(self.tokens)
+        outside = before = 0
+        for (s, e), c in zip(self.word_spans(), self.cover[1]):
+            if not c:
+                if e <= start:
+                    before += 1
+                    outside += 1
+                elif s >= end:
+                    outside += 1
+        return outside, before
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    """The outcome of one walk: what the matcher makes a :class:`~cleo_rules.decision.Decision` of.
+
+    ``kind`` and ``rule`` (the id of the rule that decided, or None);
+    ``span``, the rule's match in ``text``, the normalised text the patterns
+    saw (None for a message skipped for its length); ``note`` (why the
+    message is searched as typed, after a time limit ran out); ``referents``,
+    the indices of the referent rules whose requirements the text meets (the
+    only ones a follow-up's shaping searches); ``lane``, the index in
+    :attr:`Matcher.lanes <cleo_rules.matcher.Matcher.lanes>` of the lane that
+    decided, or None.
+    """
+
+    kind: DecisionKind
+    rule: str | None = None
+    span: tuple[int, int] | None = None
+    text: str | None = None
+    note: str | None = None
+    referents: tuple[int, ...] = ()
+    lane: int | None = None
+
+    @classmethod
+    def of(cls, kind, rule, span, text, note, referents, lane) -> WalkResult:
+        """The same value as ``WalkResult(...)``, made without the frozen ``__init__``'s cost (one per message)."""
+        self = object.__new__(cls)
+        values = self.__dict__
+        values["kind"] = kind
+        values["rule"] = rule
+        values["span"] = span
+        values["text"] = text
+        values["note"] = note
+        values["referents"] = referents
+        values["lane"] = lane
+        return self
+
+
+class Lane:
+    """One stage of the walk: some of a family's rules, tried on the message in order.
+
+    A lane says what it decides (``decides``), which rules it holds
+    (``rules``, in the order tried) and which of them the prefilter indexes
+    (``patterns``: rules searched by their compiled ``pattern``, so that the
+    one scan of the message names those it can match; all of ``rules`` or
+    none). ``longest`` is the most words a message it can take may have
+    (it is passed over for a longer one); a lane with ``longest = None`` is
+    tried on a message of any length, and the walk stops at the first lane
+    with a bound when the message is longer than every such lane takes (or
+    longer than ``max_scan_chars`` characters). ``order`` places the lane among the others
+    (the built-in lanes: corrections 10, follow-up patterns 20, the
+    vocabulary test 30, the follow-up patterns after it 40).
+
+    ``explain`` lists one attempt per rule (``per_rule``), or one for the
+    lane's whole test; ``stage`` names the lane in each, and ``untried_note``
+    says why an attempt the walk did not report was not tried.
+    """
+
+    stage: str = ""
+    decides: DecisionKind = DecisionKind.FOLLOW_UP
+    order: float = 50
+    rules: tuple = ()
+    patterns: tuple = ()
+    longest: int | None = None
+    per_rule: bool = True
+    untried_note: str = PREFILTERED
+
+    @property
+    def slots(self) -> int:
+        """How many attempts ``explain`` lists for this lane."""
+        return len(self.rules) if self.per_rule else 1
+
+    def untried(self, slot: int, note: str) -> Attempt:
+        """The attempt ``explain`` lists at ``slot`` of this lane when the walk did not try it, and why."""
+        rule = self.rules[slot].id if self.per_rule else None
+        return Attempt(self.stage, rule, False, note=note, tried=False)
+
+    def passed_note(self, words: int) -> str:
+        """What ``explain`` says of this lane's attempts when it was passed over for a message of ``words`` words."""
+        return f"not tried: the message has {words} words, over the {self.longest} this lane takes"
+
+    def search(self, walk: Walk, candidates: Sequence[int]) -> tuple[str, tuple[int, int]] | None:
+        """``(rule id, span in walk.text)`` of the rule of this lane that takes the message, or None.
+
+        ``candidates`` are the indices into :attr:`patterns` of the patterns
+        whose requirements the text meets, ascending (any other cannot
+        match); a lane of patterns is asked only when there is one. A search
+        over the time limit raises :class:`RuleTimeout`
+        (see :func:`limited`); ``walk.recorder``, when set, is told each
+        step (:class:`~cleo_rules.explain.Recorder`).
+        """
+        raise NotImplementedError
