@@ -256,6 +256,7 @@ def test_the_bundled_families_are_the_file_kinds_in_order():
     assert families.kinds() == tuple(FileKind) and families.outside() == ()
     assert [f.kind for f in families.BUILTIN] == list(FileKind)
     assert {f.rule_kind for f in families.BUILTIN if f.items is not None} == set(RuleKind)
+    assert all(f.rule_class is not None for f in families.BUILTIN if f.items is not None)  # each storable
     for family in families.BUILTIN:  # one schema each, bundled, which `starter` writes out
         assert (schemas_dir() / f"{family.schema_source}.schema.json").is_file()
         assert json.loads((schemas_dir() / f"{family.kind}.schema.json").read_text(encoding="utf-8"))[

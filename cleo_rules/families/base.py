@@ -119,7 +119,9 @@ class Family:
     ``listed`` where its rules come in :attr:`Pack.rules
     <cleo_rules.pack.model.Pack.rules>` (None: not among the rules that
     classify, as referent rules); ``noun`` how help names one of them
-    (``"a correction"``); ``corpus_lists`` its rules' template lists.
+    (``"a correction"``); ``corpus_lists`` its rules' template lists;
+    ``rule_class`` the class of its rules (a bundled family's is one the
+    compiled-pack cache may store, :mod:`cleo_rules.pack.snapshot`).
     """
 
     kind: str = ""
@@ -130,6 +132,7 @@ class Family:
     listed: int | None = None
     noun: str = "a rule"
     corpus_lists: tuple = RULE_CASES
+    rule_class: type | None = None
 
     @property
     def schema_source(self) -> str | Mapping:

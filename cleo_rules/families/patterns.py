@@ -111,6 +111,7 @@ class PatternFamily(Family):
     """A family of :class:`PatternRule` (corrections, follow-up patterns): built the same way."""
 
     listed = 0
+    rule_class = PatternRule
 
     @property
     def corpus_kind(self) -> str:

@@ -61,6 +61,7 @@ class Referents(Family):
     listed = None
     noun = "a referent rule"
     corpus_lists = REFERENT_CASES
+    rule_class = ReferentRule
 
     @property
     def corpus_kind(self) -> str:

@@ -213,6 +213,7 @@ class VocabularyFamily(Family):
     decides = DecisionKind.FOLLOW_UP
     listed = 1
     noun = "the vocabulary test"
+    rule_class = VocabSet
 
     def build(self, item: dict, at: Item) -> VocabSet | None:
         from ..pack.validate import lint_pattern

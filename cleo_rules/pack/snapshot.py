@@ -32,18 +32,20 @@ from typing import Any
 
 import regex
 
+from ..families import BUILTIN
 from ..kinds import FileKind, RuleKind
 from .load import LoadedFile, display, resolve_member
-from .model import Pack, PackSettings, PatternRule, ReferentRule, VocabSet
+from .model import Pack, PackSettings
 
 __all__ = ["FORMAT", "Unstorable", "from_data", "to_data"]
 
 #: the layout of the data; a change here changes every cache key
 FORMAT = 2
 
-_RULES = {cls.__name__: cls for cls in (VocabSet, PatternRule, ReferentRule)}
+# the bundled families' rule classes and kinds: the only ones stored and read back
+_RULES = {f.rule_class.__name__: f.rule_class for f in BUILTIN if f.rule_class is not None}
 _ENUMS = {cls.__name__: cls for cls in (RuleKind, FileKind)}
-_FAMILIES = frozenset(FileKind)  # the bundled families' kinds: the only rule lists stored
+_FAMILIES = frozenset(f.kind for f in BUILTIN)
 
 
 class Unstorable(Exception):
@@ -181,8 +183,7 @@ def from_data(doc: dict, pack_dir: Path, manifest_path: Path) -> Pack:
     shown = [src.display for src in sources]
     if not set(doc["rules"]) <= _FAMILIES:
         raise ValueError("rules of a family that is not bundled")
-    rules: dict[str, tuple] = {FileKind(k): tuple(_read_rule(r, shown) for r in given)
-                               for k, given in doc["rules"].items()}
+    rules = {k: tuple(_read_rule(r, shown) for r in given) for k, given in doc["rules"].items()}
     requirements = _dec(doc["requirements"])  # one per pattern the matcher tries, in its order (it checks the count)
     identity = {k: _dec(v) for k, v in doc["identity"].items()}
     return Pack(**identity, path=pack_dir, content_hash=doc["content_hash"],
