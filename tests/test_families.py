@@ -198,7 +198,8 @@ def test_explain_lists_the_family_s_attempts_in_walk_order(greetings, tmp_path):
     # over max_follow_up_words and every follow-up's cap, the walk stops before the first lane with a bound
     longer = pack.explain("Hello, I need a quote for the van insurance on the blue van please, today.")
     assert longer.decision.kind == "substantive"
-    assert [a.note for a in longer.attempts if a.stage == "greeting"] == ["not tried: 15 words; follow-ups have at most 12"]
+    assert [a.note for a in longer.attempts if a.stage == "greeting"] == [
+        "not tried: 15 words; follow-ups have at most 12"]
 
 
 def test_the_family_s_examples_are_judged_and_its_problems_placed(greetings, tmp_path):
@@ -327,3 +328,15 @@ def test_the_walk_returns_a_frozen_result_the_decision_is_made_of(default_pack, 
         assert lane.decides == d.kind and d.rule in {r.id for r in lane.rules}
     else:
         assert d.rule is None
+
+
+def test_a_lexicon_whose_sets_are_a_list_is_a_located_error(tmp_path):
+    """The lexicon family reads its sets only from a mapping: a list is the schema's finding, not a crash."""
+    pack_dir = tmp_path / "pack"
+    shutil.copytree(MINI, pack_dir)
+    (pack_dir / "lexicon.yaml").write_text("kind: lexicon\nsets: [nouns, people]\n", encoding="utf-8")
+    manifest = pack_dir / "pack.yaml"
+    text = manifest.read_text(encoding="utf-8")
+    manifest.write_text(text.replace("follow_ups.yaml]", "follow_ups.yaml, lexicon.yaml]"), encoding="utf-8")
+    problem = next(p for p in refused(pack_dir).problems if p.pointer == "/sets")
+    assert (problem.code, problem.line, problem.col) == ("E123", 2, 7) and problem.file.endswith("lexicon.yaml")

@@ -236,7 +236,8 @@ class FollowUps(PatternFamily):
                           f"before the match, it has {before}")
         why = "; ".join(bounds) or mine.note
         then = f", and {taken}" if taken else ""
-        return f"the pattern matches {mine.matched!r} but a bound stops it: {why}{then}; change the bound or the example"
+        return (f"the pattern matches {mine.matched!r} but a bound stops it: {why}{then}; change the bound or the "
+                f"example")
 
 
 FOLLOW_UPS = FollowUps()

@@ -270,7 +270,8 @@ class VocabularyFamily(Family):
                     f"example")
         test = next((a for a in reversed(explanation.attempts) if a.stage == "vocabulary"), None)
         if test is not None and not test.fired:
-            return f"the vocabulary test does not hold: {test.note}; add them to a vocabulary set, or remove the example"
+            return (f"the vocabulary test does not hold: {test.note}; add them to a vocabulary set, or remove the "
+                    f"example")
         if d.rule and d.rule != rule.id:
             other = pack.rule(d.rule)
             return (f"the vocabulary test names {d.rule}: its role {other.role!r} outranks this set's {rule.role!r} "

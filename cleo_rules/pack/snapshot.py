@@ -13,10 +13,11 @@ Nothing here can run code or name one: a type is read back only from a fixed
 list (the bundled families' rule classes and two enumerations), never looked
 up by a name the data chooses; rules are stored by their family's file kind,
 and only the bundled families' kinds are read back. A pack with rules of a
-family registered from outside the package is not stored. What depends on where the pack is read from (its directory, each
-file's path and how messages name it, relative to the working directory)
-is not stored but given to :func:`from_data`, so the same entry serves a
-pack from any directory and any working directory.
+family registered from outside the package is not stored. What depends on
+where the pack is read from (its directory, each file's path and how
+messages name it, relative to the working directory) is not stored but
+given to :func:`from_data`, so the same entry serves a pack from any
+directory and any working directory.
 
 A value of a type this module does not know raises :class:`Unstorable`: such
 a pack is simply not cached.
@@ -188,7 +189,8 @@ def from_data(doc: dict, pack_dir: Path, manifest_path: Path) -> Pack:
     identity = {k: _dec(v) for k, v in doc["identity"].items()}
     return Pack(**identity, path=pack_dir, content_hash=doc["content_hash"],
                 settings=PackSettings(**{k: _dec(v) for k, v in doc["settings"].items()}),
-                family_rules=rules, context=_dec(doc["context"]), slots=_dec(doc["slots"]), slots_seed=_dec(doc["slots_seed"]),
+                family_rules=rules, context=_dec(doc["context"]), slots=_dec(doc["slots"]),
+                slots_seed=_dec(doc["slots_seed"]),
                 lexicon=MappingProxyType({k: frozenset(v) for k, v in doc["lexicon"].items()}),
                 referent_words=_dec(doc["referent_words"]), requirements=requirements,
                 manifest=_read_source(doc["manifest"], manifest_path),
