@@ -29,9 +29,11 @@ PREFILTERED = "not tried: its required words/strings are absent (prefilter)"
 class Attempt:
     """One rule in an :class:`Explanation`.
 
-    ``stage`` is ``"length"``, ``"correction"``, ``"follow_up"``,
-    ``"vocabulary"`` or ``"referent"`` (a referent rule, tried on a follow-up
-    with assistant turns in its history). ``tried`` says whether the walk ran the rule;
+    ``stage`` is ``"length"``, the stage of a lane of the walk
+    (:attr:`Lane.stage <cleo_rules.walk.Lane.stage>`: with the bundled
+    families ``"correction"``, ``"follow_up"`` or ``"vocabulary"``), or
+    ``"referent"`` (a referent rule, tried on a follow-up with assistant turns
+    in its history). ``tried`` says whether the walk ran the rule;
     ``fired`` whether it took the message. ``span`` is ``(start, end)`` of
     the rule's match in the user's own text (as :attr:`Decision.span`) and
     ``matched`` that text; for a match that a topic-word bound refused they
