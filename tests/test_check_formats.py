@@ -92,8 +92,10 @@ def test_clean_pack_junit_has_one_passing_case_per_rule(repo):
     assert result.exit_code == 0
     suite = junit(result.stdout)
     cases = {c.name: c for c in suite}
-    assert set(cases) == {r.id for r in BUNDLED.rules + BUNDLED.referent_rules} | {"(pack)", "(corpus)"}
+    assert set(cases) == ({r.id for r in BUNDLED.rules + BUNDLED.referent_rules} | set(BUNDLED.sources)
+                          | {"(pack)", "(corpus)"})
     assert cases["referent.position"].classname == "cleo-en.referent"
+    assert cases["lexicon.yaml"].classname == "cleo-en.file" and cases["lexicon.yaml"]._elem.get("file") == "rules/lexicon.yaml"
     assert all(c.is_passed for c in cases.values())
     assert suite.tests == len(cases) and suite.failures == 0
     case = cases["correction.already-tried"]
@@ -172,8 +174,10 @@ def test_a_pack_that_does_not_compile(broken):
     assert doc["runs"][0]["properties"]["pack"]["name"] == "cleo-en"
 
     suite = junit(run("check", "--format", "junit").stdout)
-    failed = [c for c in suite if not c.is_passed]
+    failed = [c for c in suite if c.result and isinstance(c.result[0], Failure)]
     assert [c.name for c in failed] == ["follow_up.what-about"]
+    # the rest were not judged: skipped, not passed
+    assert all(c.is_skipped for c in suite if c not in failed) and suite.skipped == len(list(suite)) - 1
 
     out = run("check", "--format", "github").stdout
     assert re.search(r"^::error file=rules/follow_ups\.yaml,line=\d+,col=\d+,title=E123 follow_up\.what-about::"
@@ -223,3 +227,64 @@ def test_exit_codes_are_documented_in_help(argv):
     assert "Exit codes: 0 clean; 1 findings in the pack or corpus; 2 usage, input or environment error" in \
         " ".join(out.split())
     assert "3 internal error" in " ".join(out.split())
+
+
+# -- JUnit case ids stay the same from a red run to a green one ------------------------------------------------
+
+
+def case_ids(text: str) -> list[tuple[str, str]]:
+    return [(c.classname, c.name) for c in junit(text)]
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    from cleo_rules.starter import init_pack
+
+    init_pack(tmp_path / "team")
+    monkeypatch.chdir(tmp_path / "team")
+    return tmp_path / "team"
+
+
+@pytest.mark.parametrize("command", [["check"], ["corpus", "check"]])
+def test_junit_case_ids_are_the_same_red_and_green(team, command):
+    green = run(*command, "--format", "junit")
+    assert green.exit_code == 0, green.output
+    path = team / "rules" / "follow_ups.yaml"
+    good = path.read_text(encoding="utf-8")
+    path.write_text(good.replace("max_content_words: 3", "max_content_words: lots", 1), encoding="utf-8")
+    red = run(*command, "--format", "junit")
+    assert red.exit_code == 1
+    assert case_ids(red.stdout) == case_ids(green.stdout)
+    assert ("team.follow_up", "follow_up.tell-me-more") in case_ids(green.stdout)
+    assert {("team.file", name) for name in ("vocabulary.yaml", "corrections.yaml", "follow_ups.yaml", "slots.yaml")} \
+        <= set(case_ids(green.stdout))
+    assert [c.name for c in junit(red.stdout) if c.result and isinstance(c.result[0], Failure)] == \
+        ["follow_up.tell-me-more"]
+
+
+def test_junit_case_ids_are_the_same_when_examples_and_corpus_fail(widened):
+    green = run("check", "--format", "junit", "--corpus", str(widened / "corpus"))
+    ids = case_ids(run("check", str(rules_dir()), "--format", "junit").stdout)
+    assert green.exit_code == 1 and case_ids(green.stdout) == ids
+    failed = {c.name for c in junit(green.stdout) if not c.is_passed}
+    assert "correction.already-tried" in failed and not any(c.is_skipped for c in junit(green.stdout))
+
+
+def test_a_file_that_cannot_be_read_is_one_case_named_after_it(team):
+    green = case_ids(run("check", "--format", "junit").stdout)
+    path = team / "rules" / "corrections.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("kind:", "kind: [", 1), encoding="utf-8")
+    suite = junit(run("check", "--format", "junit").stdout)
+    # the file's own rule has no case (nothing can be read from the file); every other case is there
+    assert case_ids(suite_text := run("check", "--format", "junit").stdout) == \
+        [c for c in green if c != ("team.correction", "correction.already-tried")]
+    cases = {c.name: c for c in suite}
+    failure = cases["corrections.yaml"].result[0]
+    assert isinstance(failure, Failure) and failure.type == "E110"
+    assert "rules/corrections.yaml:" in failure.text and suite_text.count("<failure ") == 1
+
+
+def test_a_rule_file_missing_from_the_pack_is_a_case_too(team):
+    (team / "rules" / "slots.yaml").unlink()
+    cases = {c.name: c for c in junit(run("check", "--format", "junit").stdout)}
+    assert cases["slots.yaml"].classname == "team.file" and cases["slots.yaml"].result[0].type == "E115"
