@@ -288,3 +288,75 @@ def test_a_rule_file_missing_from_the_pack_is_a_case_too(team):
     (team / "rules" / "slots.yaml").unlink()
     cases = {c.name: c for c in junit(run("check", "--format", "junit").stdout)}
     assert cases["slots.yaml"].classname == "team.file" and cases["slots.yaml"].result[0].type == "E115"
+
+
+# -- -o/--output and --F-output: reports into files ----------------------------------------------------------------
+
+FORMATS = ("text", "json", "sarif", "junit", "github")
+
+
+def parsed(fmt: str, text: str):
+    """A report read back as its format is read: the thing compared between stdout and a file."""
+    if fmt == "json":
+        return json.loads(text)
+    if fmt == "sarif":
+        return valid_sarif(text)
+    if fmt == "junit":
+        return [(c.classname, c.name, c.is_passed) for c in junit(text)]
+    return text
+
+
+@pytest.mark.parametrize("command", [["check"], ["corpus", "check"]])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_output_writes_the_format_into_a_file_instead_of_stdout(widened, command, fmt):
+    printed = run(*command, "--format", fmt)
+    assert printed.exit_code == 1
+    result = run(*command, "--format", fmt, "-o", widened / f"report.{fmt}")
+    assert result.exit_code == 1 and result.output == ""  # a red run writes its report all the same
+    text = (widened / f"report.{fmt}").read_text(encoding="utf-8")
+    # the whole report, as printed (for text, the findings printed on stderr too, in the same order)
+    assert text == printed.output
+    assert parsed(fmt, text) == parsed(fmt, printed.stdout if fmt != "text" else printed.output)
+    assert not list(widened.glob(".report.*"))  # no temporary file left behind
+    assert run(*command, "--format", fmt, "-o", "-").stdout == printed.stdout  # `-o -` is stdout
+
+
+@pytest.mark.parametrize("command", [["check"], ["corpus", "check"]])
+def test_every_format_into_its_own_file_while_text_goes_to_the_log(widened, command):
+    files = {fmt: widened / f"out-{fmt}" for fmt in FORMATS}
+    result = run(*command, *[a for fmt in FORMATS for a in (f"--{fmt}-output", files[fmt])])
+    assert result.exit_code == 1
+    assert result.output == run(*command).output  # the log shows the text report as without the files
+    for fmt in FORMATS:
+        assert files[fmt].read_text(encoding="utf-8") == run(*command, "--format", fmt).output, fmt
+    assert "correction.already-tried" in [name for _, name, ok in parsed("junit", files["junit"].read_text())
+                                          if not ok]
+    sarif = parsed("sarif", files["sarif"].read_text())
+    assert sarif["runs"][0]["properties"]["command"] == " ".join(command)
+
+
+def test_primary_format_and_more_files_together(repo):
+    result = run("check", "--format", "github", "--sarif-output", "cleo.sarif", "-o", "cleo.gh")
+    assert result.exit_code == 0 and result.output == ""
+    assert (repo / "cleo.gh").read_text().startswith("cleo-rules check: cleo-en 1.0.0: ok; corpus ok: ")
+    assert valid_sarif((repo / "cleo.sarif").read_text())["runs"][0]["results"] == []
+
+
+def test_a_pack_that_does_not_compile_still_writes_its_reports(broken):
+    result = run("check", "--sarif-output", "cleo.sarif", "--junit-output", "cleo.xml")
+    assert result.exit_code == 1 and "error[E123]" in result.stderr
+    assert [r["ruleId"] for r in valid_sarif((broken / "cleo.sarif").read_text())["runs"][0]["results"]] == ["E123"]
+    assert [c.name for c in junit((broken / "cleo.xml").read_text()) if not c.is_passed and not c.is_skipped] == \
+        ["follow_up.what-about"]
+    corpus = run("corpus", "check", "--text-output", "corpus.txt")
+    assert corpus.exit_code == 1 and corpus.stderr.startswith("Error: rules/follow_ups.yaml:")
+    assert (broken / "corpus.txt").read_text() == corpus.output
+
+
+def test_an_output_file_that_cannot_be_written_is_an_error(repo, capsys):
+    from cleo_rules.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--no-corpus", "--sarif-output", str(repo / "missing" / "cleo.sarif")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"Error: cannot write {repo / 'missing' / 'cleo.sarif'}: No such file or directory\n"
