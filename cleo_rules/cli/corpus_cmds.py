@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_CODES_HELP, find, pack_line
+from .common import EXIT_CODES_HELP, SuggestingGroup, find, pack_line
 from .outputs import format_option
 from .rules_cmds import check_report
 
@@ -26,7 +26,7 @@ def _compile(found, *, check_examples: bool = True):
     return compile_pack(found.path, check_examples=check_examples)
 
 
-@click.group(epilog=EXIT_CODES_HELP)
+@click.group(cls=SuggestingGroup, epilog=EXIT_CODES_HELP)
 def corpus():
     """Build, check and diff the generated rule corpus.
 

@@ -12,7 +12,7 @@ import click
 
 from .common import (
     EXIT_CODES_HELP, error_line, find, history_error, history_option, load_lenient, pack_line, pack_option, pack_record,
-    stream_lines,
+    plain, shown, stream_lines,
 )
 from .outputs import Piece, format_option
 
@@ -35,18 +35,21 @@ def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 2
         from ..findings import render
 
         return [(render(result.findings(command), fmt, tool_version=_version()), False)]
+    found = result.found
     if result.pack is None:
         record = result.record()
-        head = f"pack: {record['name']} {record['version']} at {record['path']} ({result.found.describe()})\n"
+        head = (f"pack: {record['name']} {record['version']} at {shown(found.path, record['name'])} "
+                f"({found.describe()})\n")
         assert result.error is not None
         # corpus check says it as any command does of a pack that does not compile: `Error: ...`
         error = result.error.report() if command == "check" else f"Error: {result.error.report()}"
-        return [(head, False), (error + "\n", True)]
+        return [(head, False), (plain(error, found, record["name"]) + "\n", True)]
     if command != "check":
         view = result.corpus_view()
         assert view is not None
-        return [(f"pack: {pack_line(result.pack, result.found)}\n{view.format(max_shown=max_shown)}\n", False)]
-    return _check_text(result)
+        text = plain(view.format(max_shown=max_shown), found, result.pack.name)
+        return [(f"pack: {pack_line(result.pack, found)}\n{text}\n", False)]
+    return [(plain(text, found, result.pack.name), err) for text, err in _check_text(result)]
 
 
 def _check_text(result) -> list[Piece]:
