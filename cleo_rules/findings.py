@@ -8,8 +8,16 @@ belongs to and where it is. A failing corpus case points at its rule's own
 line, with the case as a related location.
 
 Renderers: :func:`to_sarif` (SARIF 2.1.0: rule ids, levels, physical
-locations), :func:`to_junit` (JUnit XML, one test case per rule) and
-:func:`to_github` (GitHub workflow commands, ``::error file=...``).
+locations), :func:`to_junit` (JUnit XML) and :func:`to_github` (GitHub
+workflow commands, ``::error file=...``).
+
+JUnit's test cases keep their ids whether the pack is red or green, so a CI
+dashboard follows each one from run to run: one case per rule file the
+manifest lists and one per rule that can be read from those files
+(:func:`outline`, which reads the files themselves when the pack does not
+compile), plus ``(pack)`` and, when there is a corpus, ``(corpus)``. A file
+that cannot be read is its one case; the rules of a pack that does not
+compile that have no finding are skipped, not passed.
 """
 
 from __future__ import annotations
@@ -23,8 +31,8 @@ from xml.etree import ElementTree as ET
 from . import codes
 from .errors import Problem
 
-__all__ = ["CheckResult", "Finding", "Location", "from_problem", "from_report", "render", "FORMATS",
-           "to_github", "to_junit", "to_sarif"]
+__all__ = ["CheckResult", "FileRef", "Finding", "Location", "RuleRef", "from_problem", "from_report", "outline",
+           "outline_of", "render", "FORMATS", "to_github", "to_junit", "to_sarif"]
 
 FORMATS = ("text", "json", "sarif", "junit", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -73,9 +81,26 @@ class RuleRef:
     line: int
 
 
+@dataclass(frozen=True)
+class FileRef:
+    """A file the manifest lists: its name there, how it is shown, its kind (``""`` when it cannot be read) and
+    where the manifest lists it (``(manifest as shown, JSON pointer)``: a finding there is the file's)."""
+
+    name: str
+    file: str
+    kind: str = ""
+    listed_at: tuple[str, str] = ("", "")
+
+
 @dataclass
 class CheckResult:
-    """One run of ``check`` or ``corpus check``."""
+    """One run of ``check`` or ``corpus check``.
+
+    ``files`` and ``rules`` are the pack's outline (:func:`outline`), which
+    JUnit gives one test case each; ``judged`` is False when the pack did not
+    compile (its rules were not judged); ``corpus`` is whether there is a
+    corpus to run (``corpus_ran`` whether it ran).
+    """
 
     command: str
     pack: dict                       # name, version, hash, path, found_by (name/version may be "?")
@@ -83,6 +108,9 @@ class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     corpus_ran: bool = False
     summary: str = ""
+    files: list[FileRef] = field(default_factory=list)
+    judged: bool = True
+    corpus: bool = False
 
     @property
     def ok(self) -> bool:
@@ -140,6 +168,88 @@ def from_report(report, rules: list[RuleRef]) -> list[Finding]:
 
 def rule_refs(pack) -> list[RuleRef]:
     return [RuleRef(r.id, r.kind, r.file, r.line) for r in pack.rules + pack.referent_rules]
+
+
+# -- the pack's outline: its files and the rules they hold ------------------------------------------
+
+#: the rule kind of each kind of file that holds rules, and where its rules are
+_RULE_FILES = {"corrections": ("correction", "/rules"), "follow_ups": ("follow_up", "/rules"),
+               "vocabulary": ("vocabulary", "/sets"), "referents": ("referent", "/rules")}
+
+
+def _rules_in(src) -> tuple[str, list[RuleRef]]:
+    """The kind of the file ``src`` (a :class:`~cleo_rules.pack.load.Source`) and the rules with an id in it."""
+    data = src.data
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if not isinstance(kind, str) or kind not in _RULE_FILES:
+        return (kind if isinstance(kind, str) else ""), []
+    rule_kind, base = _RULE_FILES[kind]
+    items = data.get(base[1:])
+    out = []
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            out.append(RuleRef(item["id"], rule_kind, src.display, src.where(f"{base}/{i}")[0]))
+    return kind, out
+
+
+def _unique(rules) -> list[RuleRef]:
+    seen: set[str] = set()
+    out = []
+    for r in rules:
+        if r.id not in seen:  # a repeated id is the first one's finding (E132)
+            seen.add(r.id)
+            out.append(r)
+    return out
+
+
+def outline(pack_dir) -> tuple[list[FileRef], list[RuleRef]]:
+    """The files the manifest of the pack in ``pack_dir`` lists, and the rules that can be read from them.
+
+    Read from the files alone, as plainly as the loader reads them, so a pack
+    that does not compile has the same outline as once it does: a file that
+    cannot be read (or is not there) is listed without rules, and a rule
+    without a string id is left out.
+    """
+    from .pack.load import MANIFEST, display, load_yaml, resolve_member
+
+    pack_dir = Path(pack_dir)
+    if pack_dir.name == MANIFEST and not pack_dir.is_dir():
+        pack_dir = pack_dir.parent
+    manifest = resolve_member(pack_dir, MANIFEST)
+    src = load_yaml(manifest, display(manifest))[0] if manifest is not None else None
+    listed = src.data.get("files") if src is not None and isinstance(src.data, dict) else None
+    files: list[FileRef] = []
+    rules: list[RuleRef] = []
+    for i, name in enumerate(listed if isinstance(listed, list) else []):
+        if not isinstance(name, str) or any(f.name == name for f in files):
+            continue
+        at = (src.display if src is not None else "", f"/files/{i}")
+        member = resolve_member(pack_dir, name)
+        shown = display(member) if member is not None else name
+        loaded = load_yaml(member, shown)[0] if member is not None and member.is_file() else None
+        if loaded is None:
+            files.append(FileRef(name, shown, listed_at=at))
+            continue
+        kind, found = _rules_in(loaded)
+        files.append(FileRef(name, shown, kind, at))
+        rules += found
+    return files, _unique(rules)
+
+
+def outline_of(pack) -> tuple[list[FileRef], list[RuleRef]]:
+    """:func:`outline` of a compiled pack, from the files it was compiled from (nothing is read again); any rule
+    it holds that its files do not show is added after them."""
+    files: list[FileRef] = []
+    rules: list[RuleRef] = []
+    listed = pack.manifest.data.get("files") if pack.manifest is not None else None
+    for name, src in pack.sources.items():
+        kind, found = _rules_in(src)
+        index = listed.index(name) if isinstance(listed, list) and name in listed else -1
+        files.append(FileRef(name, src.display, kind, (pack.manifest.display if pack.manifest is not None else "",
+                                                       f"/files/{index}")))
+        rules += found
+    known = {r.id for r in rules}
+    return files, _unique(rules + [r for r in rule_refs(pack) if r.id not in known])
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------
@@ -209,30 +319,46 @@ def to_sarif(result: CheckResult, *, tool_version: str = "") -> dict:
 # -- JUnit XML --------------------------------------------------------------------------------
 
 
-def to_junit(result: CheckResult) -> str:
-    """One test case per rule (plus ``(pack)`` for findings naming no rule, ``(corpus)`` for the corpus's)."""
+def _junit_cases(result: CheckResult) -> tuple[list[tuple[str, str, str, int]], dict[str, list[Finding]]]:
+    """The test cases ``(name, classname, file, line)`` and the findings of each: a finding goes to its rule's
+    case, else to the case of the rule file it is in, else to ``(corpus)`` or ``(pack)``."""
     pack = result.pack
-    suite_name = f"cleo-rules {result.command}: {pack.get('name', '?')} {pack.get('version', '')}".strip()
+    name = pack.get("name", "?")
+    cases = [(r.id, f"{name}.{r.kind}", r.file, r.line) for r in result.rules]
+    cases += [(f.name, f"{name}.file", f.file, 0) for f in result.files]
+    cases.append((NO_RULE, f"{name}.pack", pack.get("path", ""), 0))
+    if result.corpus or result.corpus_ran:
+        cases.append((CORPUS, f"{name}.corpus", pack.get("path", ""), 0))
+    rules = {r.id for r in result.rules}
+    by_file = {f.file: f.name for f in result.files}
+    listed = {f.listed_at: f.name for f in result.files}
     by_case: dict[str, list[Finding]] = {}
     for f in result.findings:
-        key = f.rule if f.rule else (CORPUS if f.corpus else NO_RULE)
+        if f.rule in rules:
+            key = f.rule
+        elif f.location is not None and f.location.file in by_file:
+            key = by_file[f.location.file]
+        elif f.location is not None and (f.location.file, f.pointer) in listed:  # the manifest's entry for the file
+            key = listed[(f.location.file, f.pointer)]
+        else:
+            key = CORPUS if f.corpus and (result.corpus or result.corpus_ran) else NO_RULE
         by_case.setdefault(key, []).append(f)
-    cases: list[tuple[str, str, str, int]] = [(r.id, f"{pack.get('name', '?')}.{r.kind}", r.file, r.line)
-                                              for r in result.rules]
-    known = {c[0] for c in cases}
-    for key in by_case:
-        if key not in known and key not in (NO_RULE, CORPUS):
-            first = by_case[key][0].location
-            cases.append((key, f"{pack.get('name', '?')}.rule", first.file if first else "", first.line if first else 0))
-            known.add(key)
-    cases.append((NO_RULE, f"{pack.get('name', '?')}.pack", pack.get("path", ""), 0))
-    if result.corpus_ran or CORPUS in by_case:
-        cases.append((CORPUS, f"{pack.get('name', '?')}.corpus", pack.get("path", ""), 0))
+    return cases, by_case
+
+
+def to_junit(result: CheckResult) -> str:
+    """One test case per rule file and per rule (:func:`outline`), plus ``(pack)`` for findings that name
+    neither and ``(corpus)`` for the corpus's: the same cases whether the pack passes or not."""
+    pack = result.pack
+    suite_name = f"cleo-rules {result.command}: {pack.get('name', '?')} {pack.get('version', '')}".strip()
+    cases, by_case = _junit_cases(result)
     failures = sum(1 for c in cases if any(f.severity == "error" for f in by_case.get(c[0], ())))
+    skipped = 0 if result.judged else sum(1 for c in cases if not any(f.severity == "error"
+                                                                       for f in by_case.get(c[0], ())))
     root = ET.Element("testsuites", name=f"cleo-rules {result.command}", tests=str(len(cases)),
                       failures=str(failures), errors="0")
     suite = ET.SubElement(root, "testsuite", name=suite_name, tests=str(len(cases)), failures=str(failures),
-                          errors="0", skipped="0")
+                          errors="0", skipped=str(skipped))
     props = ET.SubElement(suite, "properties")
     for key in ("name", "version", "hash", "path", "found_by"):
         if pack.get(key):
@@ -250,7 +376,8 @@ def to_junit(result: CheckResult) -> str:
             lines = []
             for f in found:
                 where = f.location.text() if f.location else ""
-                lines.append(f"{where}: {f.severity}[{f.code}] {f.message}".lstrip(": "))
+                about = f"{f.rule}: " if f.rule and f.rule != name else ""
+                lines.append(f"{where}: {f.severity}[{f.code}] {about}{f.message}".lstrip(": "))
                 if f.help:
                     lines.append(f"  help: {f.help}")
                 lines += [f"  at {r.text()}" for r in f.related]
@@ -259,7 +386,10 @@ def to_junit(result: CheckResult) -> str:
                                     message=f"{len(errors)} finding{'s' if len(errors) != 1 else ''}; "
                                             f"first: [{first.code}] {first.message}")
             failure.text = "\n".join(lines)
-        elif found:
+            continue
+        if not result.judged:
+            ET.SubElement(case, "skipped", message="not judged: the pack does not compile")
+        if found:
             out = ET.SubElement(case, "system-out")
             out.text = "\n".join(f"warning[{f.code}] {f.message}" for f in found)
     ET.indent(root)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import timed
-from .corpus.files import default_corpus_dir
+from .corpus.files import corpus_dir_of, default_corpus_dir
 from .corpus.report import Report
 from .corpus.run import run_corpus
 from .errors import PackError, Problem
@@ -133,7 +133,8 @@ class PackCheck:
     ``error`` says why there is none (the pack does not compile, or its
     version is outside the range required). ``corpus`` says whether the
     corpus was asked for; ``skipped`` why none ran although it was (no
-    corpus beside the pack).
+    corpus beside the pack); ``corpus_dir`` the corpus that runs (or would
+    run, for a pack that does not compile), None when none does.
     """
 
     found: FoundPack
@@ -142,6 +143,7 @@ class PackCheck:
     error: PackError | None = None
     corpus: bool = True
     skipped: str | None = None
+    corpus_dir: Path | None = None  # the corpus this check runs, or would have run had the pack compiled
 
     @property
     def ok(self) -> bool:
@@ -200,22 +202,26 @@ class PackCheck:
         return {**view.to_dict(), "pack": self.record()}
 
     def findings(self, command: str = "check") -> CheckResult:
-        """The findings of ``command`` (``"check"`` or ``"corpus check"``), for SARIF, JUnit and GitHub."""
-        from .findings import CheckResult, from_problem, from_report, rule_refs
+        """The findings of ``command`` (``"check"`` or ``"corpus check"``), for SARIF, JUnit and GitHub, with the
+        pack's outline (:func:`~cleo_rules.findings.outline`): the same files and rules whether it compiles or not."""
+        from .findings import CheckResult, from_problem, from_report, outline, outline_of
 
         record = self.record()
+        has_corpus = self.corpus_dir is not None
         if self.pack is None or self.verdict is None:
             problems = self.error.problems if self.error else ()
             errors = sum(1 for p in problems if p.severity == "error")
             summary = (f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"
                        if command == "check" else f"cleo-rules {command}: the pack does not compile")
-            return CheckResult(command, record, findings=[from_problem(p) for p in problems], summary=summary)
-        refs = rule_refs(self.pack)
+            files, refs = outline(self.found.path)
+            return CheckResult(command, record, refs, [from_problem(p) for p in problems], summary=summary,
+                               files=files, judged=False, corpus=has_corpus)
+        files, refs = outline_of(self.pack)
         if command != "check":  # the corpus's view: the pack's own problems are among the corpus's
             view = self.corpus_view()
             assert view is not None
             return CheckResult(command, record, refs, from_report(view, refs), corpus_ran=True,
-                               summary=f"cleo-rules {command}: {view.summary_line()}")
+                               summary=f"cleo-rules {command}: {view.summary_line()}", files=files, corpus=True)
         report = self.verdict.corpus_report
         found = [from_problem(p) for p in self.verdict.problems]
         if report is not None:
@@ -224,7 +230,8 @@ class PackCheck:
         summary = (f"cleo-rules check: {self.pack.name} {self.pack.version}: "
                    + ("ok" if self.verdict.ok else f"{errors} findings")
                    + (f"; corpus {report.summary_line()}" if report is not None else ""))
-        return CheckResult(command, record, refs, found, corpus_ran=report is not None, summary=summary)
+        return CheckResult(command, record, refs, found, corpus_ran=report is not None, summary=summary,
+                           files=files, corpus=report is not None)
 
 
 def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: bool = False,
@@ -251,7 +258,10 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
         compiled = compile_pack(found.path, check_examples=False)
         check_pack_version(compiled, require)
     except PackError as exc:
-        return PackCheck(found, error=exc, corpus=corpus)
+        beside = corpus_dir_of(found.path)
+        would = Path(corpus_dir) if corpus_dir is not None else (
+            beside if corpus_required or beside.is_dir() else None)
+        return PackCheck(found, error=exc, corpus=corpus, corpus_dir=would if corpus else None)
     where = corpus_dir
     if where is None and corpus_required:
         where = default_corpus_dir(compiled)
@@ -259,4 +269,6 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
     skipped = None
     if corpus and verdict.corpus_report is None:
         skipped = f"no corpus at {default_corpus_dir(compiled)}; `cleo-rules corpus build` creates one"
-    return PackCheck(found, compiled, verdict, corpus=corpus, skipped=skipped)
+    report = verdict.corpus_report
+    return PackCheck(found, compiled, verdict, corpus=corpus, skipped=skipped,
+                     corpus_dir=Path(report.corpus_dir) if report is not None else None)

@@ -92,8 +92,10 @@ def test_clean_pack_junit_has_one_passing_case_per_rule(repo):
     assert result.exit_code == 0
     suite = junit(result.stdout)
     cases = {c.name: c for c in suite}
-    assert set(cases) == {r.id for r in BUNDLED.rules + BUNDLED.referent_rules} | {"(pack)", "(corpus)"}
+    assert set(cases) == ({r.id for r in BUNDLED.rules + BUNDLED.referent_rules} | set(BUNDLED.sources)
+                          | {"(pack)", "(corpus)"})
     assert cases["referent.position"].classname == "cleo-en.referent"
+    assert cases["lexicon.yaml"].classname == "cleo-en.file" and cases["lexicon.yaml"]._elem.get("file") == "rules/lexicon.yaml"
     assert all(c.is_passed for c in cases.values())
     assert suite.tests == len(cases) and suite.failures == 0
     case = cases["correction.already-tried"]
@@ -172,8 +174,10 @@ def test_a_pack_that_does_not_compile(broken):
     assert doc["runs"][0]["properties"]["pack"]["name"] == "cleo-en"
 
     suite = junit(run("check", "--format", "junit").stdout)
-    failed = [c for c in suite if not c.is_passed]
+    failed = [c for c in suite if c.result and isinstance(c.result[0], Failure)]
     assert [c.name for c in failed] == ["follow_up.what-about"]
+    # the rest were not judged: skipped, not passed
+    assert all(c.is_skipped for c in suite if c not in failed) and suite.skipped == len(list(suite)) - 1
 
     out = run("check", "--format", "github").stdout
     assert re.search(r"^::error file=rules/follow_ups\.yaml,line=\d+,col=\d+,title=E123 follow_up\.what-about::"
@@ -223,3 +227,136 @@ def test_exit_codes_are_documented_in_help(argv):
     assert "Exit codes: 0 clean; 1 findings in the pack or corpus; 2 usage, input or environment error" in \
         " ".join(out.split())
     assert "3 internal error" in " ".join(out.split())
+
+
+# -- JUnit case ids stay the same from a red run to a green one ------------------------------------------------
+
+
+def case_ids(text: str) -> list[tuple[str, str]]:
+    return [(c.classname, c.name) for c in junit(text)]
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    from cleo_rules.starter import init_pack
+
+    init_pack(tmp_path / "team")
+    monkeypatch.chdir(tmp_path / "team")
+    return tmp_path / "team"
+
+
+@pytest.mark.parametrize("command", [["check"], ["corpus", "check"]])
+def test_junit_case_ids_are_the_same_red_and_green(team, command):
+    green = run(*command, "--format", "junit")
+    assert green.exit_code == 0, green.output
+    path = team / "rules" / "follow_ups.yaml"
+    good = path.read_text(encoding="utf-8")
+    path.write_text(good.replace("max_content_words: 3", "max_content_words: lots", 1), encoding="utf-8")
+    red = run(*command, "--format", "junit")
+    assert red.exit_code == 1
+    assert case_ids(red.stdout) == case_ids(green.stdout)
+    assert ("team.follow_up", "follow_up.tell-me-more") in case_ids(green.stdout)
+    assert {("team.file", name) for name in ("vocabulary.yaml", "corrections.yaml", "follow_ups.yaml", "slots.yaml")} \
+        <= set(case_ids(green.stdout))
+    assert [c.name for c in junit(red.stdout) if c.result and isinstance(c.result[0], Failure)] == \
+        ["follow_up.tell-me-more"]
+
+
+def test_junit_case_ids_are_the_same_when_examples_and_corpus_fail(widened):
+    green = run("check", "--format", "junit", "--corpus", str(widened / "corpus"))
+    ids = case_ids(run("check", str(rules_dir()), "--format", "junit").stdout)
+    assert green.exit_code == 1 and case_ids(green.stdout) == ids
+    failed = {c.name for c in junit(green.stdout) if not c.is_passed}
+    assert "correction.already-tried" in failed and not any(c.is_skipped for c in junit(green.stdout))
+
+
+def test_a_file_that_cannot_be_read_is_one_case_named_after_it(team):
+    green = case_ids(run("check", "--format", "junit").stdout)
+    path = team / "rules" / "corrections.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("kind:", "kind: [", 1), encoding="utf-8")
+    suite = junit(run("check", "--format", "junit").stdout)
+    # the file's own rule has no case (nothing can be read from the file); every other case is there
+    assert case_ids(suite_text := run("check", "--format", "junit").stdout) == \
+        [c for c in green if c != ("team.correction", "correction.already-tried")]
+    cases = {c.name: c for c in suite}
+    failure = cases["corrections.yaml"].result[0]
+    assert isinstance(failure, Failure) and failure.type == "E110"
+    assert "rules/corrections.yaml:" in failure.text and suite_text.count("<failure ") == 1
+
+
+def test_a_rule_file_missing_from_the_pack_is_a_case_too(team):
+    (team / "rules" / "slots.yaml").unlink()
+    cases = {c.name: c for c in junit(run("check", "--format", "junit").stdout)}
+    assert cases["slots.yaml"].classname == "team.file" and cases["slots.yaml"].result[0].type == "E115"
+
+
+# -- -o/--output and --F-output: reports into files ----------------------------------------------------------------
+
+FORMATS = ("text", "json", "sarif", "junit", "github")
+
+
+def parsed(fmt: str, text: str):
+    """A report read back as its format is read: the thing compared between stdout and a file."""
+    if fmt == "json":
+        return json.loads(text)
+    if fmt == "sarif":
+        return valid_sarif(text)
+    if fmt == "junit":
+        return [(c.classname, c.name, c.is_passed) for c in junit(text)]
+    return text
+
+
+@pytest.mark.parametrize("command", [["check"], ["corpus", "check"]])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_output_writes_the_format_into_a_file_instead_of_stdout(widened, command, fmt):
+    printed = run(*command, "--format", fmt)
+    assert printed.exit_code == 1
+    result = run(*command, "--format", fmt, "-o", widened / f"report.{fmt}")
+    assert result.exit_code == 1 and result.output == ""  # a red run writes its report all the same
+    text = (widened / f"report.{fmt}").read_text(encoding="utf-8")
+    # the whole report, as printed (for text, the findings printed on stderr too, in the same order)
+    assert text == printed.output
+    assert parsed(fmt, text) == parsed(fmt, printed.stdout if fmt != "text" else printed.output)
+    assert not list(widened.glob(".report.*"))  # no temporary file left behind
+    assert run(*command, "--format", fmt, "-o", "-").stdout == printed.stdout  # `-o -` is stdout
+
+
+@pytest.mark.parametrize("command", [["check"], ["corpus", "check"]])
+def test_every_format_into_its_own_file_while_text_goes_to_the_log(widened, command):
+    files = {fmt: widened / f"out-{fmt}" for fmt in FORMATS}
+    result = run(*command, *[a for fmt in FORMATS for a in (f"--{fmt}-output", files[fmt])])
+    assert result.exit_code == 1
+    assert result.output == run(*command).output  # the log shows the text report as without the files
+    for fmt in FORMATS:
+        assert files[fmt].read_text(encoding="utf-8") == run(*command, "--format", fmt).output, fmt
+    assert "correction.already-tried" in [name for _, name, ok in parsed("junit", files["junit"].read_text())
+                                          if not ok]
+    sarif = parsed("sarif", files["sarif"].read_text())
+    assert sarif["runs"][0]["properties"]["command"] == " ".join(command)
+
+
+def test_primary_format_and_more_files_together(repo):
+    result = run("check", "--format", "github", "--sarif-output", "cleo.sarif", "-o", "cleo.gh")
+    assert result.exit_code == 0 and result.output == ""
+    assert (repo / "cleo.gh").read_text().startswith("cleo-rules check: cleo-en 1.0.0: ok; corpus ok: ")
+    assert valid_sarif((repo / "cleo.sarif").read_text())["runs"][0]["results"] == []
+
+
+def test_a_pack_that_does_not_compile_still_writes_its_reports(broken):
+    result = run("check", "--sarif-output", "cleo.sarif", "--junit-output", "cleo.xml")
+    assert result.exit_code == 1 and "error[E123]" in result.stderr
+    assert [r["ruleId"] for r in valid_sarif((broken / "cleo.sarif").read_text())["runs"][0]["results"]] == ["E123"]
+    assert [c.name for c in junit((broken / "cleo.xml").read_text()) if not c.is_passed and not c.is_skipped] == \
+        ["follow_up.what-about"]
+    corpus = run("corpus", "check", "--text-output", "corpus.txt")
+    assert corpus.exit_code == 1 and corpus.stderr.startswith("Error: rules/follow_ups.yaml:")
+    assert (broken / "corpus.txt").read_text() == corpus.output
+
+
+def test_an_output_file_that_cannot_be_written_is_an_error(repo, capsys):
+    from cleo_rules.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--no-corpus", "--sarif-output", str(repo / "missing" / "cleo.sarif")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"Error: cannot write {repo / 'missing' / 'cleo.sarif'}: No such file or directory\n"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import re
 import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +177,55 @@ def test_ingest_usage_errors(capsys, db, tmp_path):
     (tmp_path / "afile").write_text("x")
     code, _, err = run(capsys, "memory", "stats", "--db", str(tmp_path / "afile"))
     assert code == 2 and "is a file" in err  # click refuses a file for a directory option
+
+
+# -- ingest's progress in a terminal, and its summary line --------------------------------------------------------
+
+
+SUMMARY = r"{source}: {n} added, 0 updated, 0 unchanged, 0 skipped; \d+\.\d\d s \(\d+\.\d\d s embedding\), \d+ items/s"
+
+
+def ingest_process(tmp_path, *, tty: bool, n: int = 3) -> tuple[int, str, str]:
+    """`cleo-rules memory ingest` of ``n`` documents in a process of its own, its stderr a terminal (a pty) or a pipe;
+    returns (exit code, stdout, stderr as the terminal or the pipe got it)."""
+    import os
+    import pty
+
+    path = tmp_path / "notes.jsonl"
+    path.write_text("".join(json.dumps({"type": "document", "id": f"n{i}", "title": f"Note {i}", "date": "2025-01-01",
+                                        "text": f"Note {i} about a leaking tap."}) + "\n" for i in range(n)))
+    argv = [str(Path(sys.executable).parent / "cleo-rules"), "memory", "ingest", "--db", str(tmp_path / "mem"), str(path)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "100"}
+    if not tty:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+        return done.returncode, done.stdout, done.stderr
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the process closed the terminal's last end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    return proc.wait(timeout=300), out, seen.decode(errors="replace")
+
+
+def test_ingest_shows_progress_in_a_terminal_however_small_and_ends_with_its_summary(tmp_path):
+    code, out, terminal = ingest_process(tmp_path, tty=True, n=3)
+    assert code == 0, terminal
+    assert "Ingesting" in terminal and "100%" in terminal  # three lines, far under any size threshold
+    assert re.fullmatch(SUMMARY.format(source=re.escape(str(tmp_path / "notes.jsonl")), n=3), out.splitlines()[-1])
+
+
+def test_ingest_shows_no_progress_when_stderr_is_not_a_terminal_and_ends_with_its_summary(tmp_path):
+    code, out, err = ingest_process(tmp_path, tty=False, n=3)
+    assert code == 0, err
+    assert "Ingesting" not in err and "%" not in err
+    assert re.fullmatch(SUMMARY.format(source=re.escape(str(tmp_path / "notes.jsonl")), n=3), out.splitlines()[-1])
+    assert len(out.splitlines()) == 1  # the summary is the whole of stdout

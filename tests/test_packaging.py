@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -18,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cleo_rules import resources
 
@@ -128,8 +130,69 @@ def test_installed_bundled_pack_checks_with_its_corpus(installed):
     target, _, run, _ = installed
     result = run("check", check_rc=0)
     lines = result.stdout.splitlines()
-    assert lines[0].endswith(f" at {target / 'cleo_rules' / '_data' / 'rules'} (bundled)")
+    assert lines[0].endswith(" at <installed pack cleo-en> (bundled)")  # text names it; no path into the install
+    assert str(target) not in result.stdout + result.stderr
     assert lines[2].startswith("corpus ok: ") and "corpus up to date" in lines[2]
+    # machine-readable output keeps the real paths
+    assert json.loads(run("check", "--json").stdout)["pack"]["path"] == str(target / "cleo_rules" / "_data" / "rules")
+    junit = run("check", "--format", "junit", check_rc=0).stdout
+    assert f'file="{target / "cleo_rules" / "_data" / "rules" / "corrections.yaml"}"' in junit
+
+
+def test_the_readmes_first_example_is_exactly_what_the_installed_command_prints(installed):
+    from test_readme_first_screen import INSTALLED, expected, first_example
+
+    _, _, run, _ = installed
+    argv, lines = first_example()
+    assert run(*argv, check_rc=0).stdout == expected(lines, INSTALLED)
+
+
+def test_installed_version_shows_the_package_and_the_bundled_pack(installed):
+    _, _, run, _ = installed
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    version = next(line.split('"')[1] for line in pyproject.splitlines() if line.startswith("version = "))
+    manifest = yaml.safe_load((ROOT / "rules" / "pack.yaml").read_text(encoding="utf-8"))
+    assert run("--version", check_rc=0).stdout == \
+        f"cleo-rules {version}\nbundled pack: {manifest['pack']} {manifest['version']}\n"
+
+
+@pytest.fixture(scope="module")
+def venv(dist, tmp_path_factory):
+    """The wheel installed with pip, its dependencies with it, into a fresh venv: what a user has."""
+    _, wheel = dist
+    where = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, capture_output=True, timeout=300)
+    subprocess.run([str(where / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+                   check=True, capture_output=True, text=True, timeout=900)
+    return where
+
+
+@pytest.mark.network
+def test_a_fresh_venv_shows_the_bundled_pack_as_installed_in_text_and_by_its_path_elsewhere(venv, tmp_path):
+    """Text output names a pack in site-packages `<installed pack cleo-en>`; SARIF, JUnit, GitHub and JSON keep
+    its real path."""
+    cli = str(venv / "bin" / "cleo-rules")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLEO_RULES", "VIRTUAL_ENV", "PYTHON"))}
+    env["CLEO_RULES_CACHE"] = str(tmp_path / "cache")
+
+    def run(*argv, rc=0):
+        done = subprocess.run([cli, *argv], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert done.returncode == rc, done.stdout + done.stderr
+        return done
+
+    (site,) = venv.glob("lib/python*/site-packages")
+    rules = site / "cleo_rules" / "_data" / "rules"
+    out = run("classify", "Yes, go with the second one.", "-H", "Compare the two van insurance quotes").stdout
+    assert re.search(r"^pack: +cleo-en \S+ \([0-9a-f]{16}\) at <installed pack cleo-en> \(bundled\)$", out, re.M), out
+    assert "site-packages" not in out
+    check = run("check")
+    assert check.stdout.startswith("pack: cleo-en ") and " at <installed pack cleo-en> (bundled)\n" in check.stdout
+    assert "site-packages" not in check.stdout + check.stderr
+    assert f'file="{rules / "corrections.yaml"}"' in run("check", "--format", "junit").stdout
+    assert json.loads(run("classify", "Thanks!", "--json").stdout)["pack_path"] == str(rules)
+    assert json.loads(run("check", "--format", "sarif").stdout)["runs"][0]["properties"]["pack"]["path"] == str(rules)
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+    assert run("--version").stdout.startswith(f"cleo-rules {version.group(1)}\nbundled pack: cleo-en ")
 
 
 def test_installed_corpus_build_refuses_the_package_and_writes_elsewhere(installed):

@@ -95,7 +95,12 @@ class BusyPattern:
 
 @pytest.fixture
 def busy(monkeypatch):
-    """Every rule pattern the compiler builds from now on can be stalled by the returned :class:`Busy`."""
+    """Every rule pattern the compiler builds from now on can be stalled by the returned :class:`Busy`.
+
+    The compiled-pack cache is off: a pack compiled or accepted earlier in the run would be read
+    back without its patterns being built or its gate run, and the stall would land nowhere.
+    """
+    monkeypatch.setenv("CLEO_RULES_CACHE", "off")
     b = Busy()
     shim = types.SimpleNamespace(compile=lambda pattern, *a, **k: BusyPattern(regex.compile(pattern, *a, **k), b),
                                  error=regex.error)

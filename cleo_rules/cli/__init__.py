@@ -22,7 +22,7 @@ import click
 
 from ..errors import CleoError
 from ..extras import missing_extra
-from .common import EXIT_CODES_HELP
+from .common import EXIT_CODES_HELP, SuggestingGroup
 
 # command name -> (module under cleo_rules.cli, attribute, one-line help)
 COMMANDS = {
@@ -43,7 +43,7 @@ COMMANDS = {
 
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     def list_commands(self, ctx):
         return sorted(name for name in COMMANDS if self._available(name))
 
@@ -64,8 +64,33 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+def versions() -> list[str]:
+    """What ``cleo-rules --version`` prints: the package's version, then the bundled pack's (from its manifest)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..pack.sources import pack_info
+    from ..resources import rules_dir
+
+    try:
+        package = version("cleo-rules")
+    except PackageNotFoundError:  # imported from a checkout that is not installed
+        package = "(not installed)"
+    info = pack_info(rules_dir(), origin="bundled")
+    pack = f"{info.name} {info.version}" if not info.error else f"unreadable ({info.error})"
+    return [f"cleo-rules {package}", f"bundled pack: {pack}"]
+
+
+def _show_version(ctx, param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    for line in versions():
+        click.echo(line)
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
-@click.version_option(package_name="cleo-rules", prog_name="cleo-rules")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version of cleo-rules and of its bundled pack, and exit.")
 def cli():
     """Decide what an assistant with memory should search for on each turn.
 

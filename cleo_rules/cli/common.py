@@ -5,6 +5,9 @@ The memory store's ``--db`` and its opener are in :mod:`.store`.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 
 # The exit codes of cleo_rules.codes.CATEGORIES, as every command's --help states them.
@@ -18,6 +21,32 @@ PACK_HELP = ("Rule pack: a directory, its pack.yaml, or an installed pack's name
              "else the bundled cleo-en.")
 
 pack_option = click.option("--pack", "pack_dir", default=None, metavar="DIR|NAME", help=PACK_HELP)
+
+
+def no_such_command(name: str, known) -> str:
+    """``No such command 'clasify'. Did you mean 'classify'?``: the nearest of the ``known`` commands, if any."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    text = f"No such command {name!r}."
+    if len(close) == 1:
+        text += f" Did you mean {close[0]!r}?"
+    elif close:
+        text += f" Did you mean one of {', '.join(repr(c) for c in close)}?"
+    return text
+
+
+class SuggestingGroup(click.Group):
+    """A group of commands that answers a mistyped command with the nearest ones (``memory serch``: did you
+    mean 'search'?), whatever version of click is installed."""
+
+    def resolve_command(self, ctx, args):
+        name = click.utils.make_str(args[0])
+        normalize = ctx.token_normalize_func
+        if (not ctx.resilient_parsing and not name.startswith("-") and self.get_command(ctx, name) is None
+                and (normalize is None or self.get_command(ctx, normalize(name)) is None)):
+            raise click.UsageError(no_such_command(name, self.list_commands(ctx)), ctx)
+        return super().resolve_command(ctx, args)
 
 
 def history_items(texts) -> list:
@@ -60,11 +89,51 @@ def find(spec):
     return find_pack(spec)
 
 
-def pack_line(pack, found) -> str:
-    """``cleo-en 1.0.0 (hash) at rules (./rules)``: the pack used, for people."""
+def installed(path) -> bool:
+    """Whether ``path`` lies in an installed distribution: the package of an installed cleo-rules wheel (its bundled
+    pack), or a ``site-packages`` or ``dist-packages`` directory (any pack installed with pip)."""
+    import sysconfig
+
+    from .. import resources
+
+    try:
+        resolved = Path(path).resolve()
+    except OSError:
+        return False
+    if resources.installed() and resources.inside_package(resolved):
+        return True
+    if {"site-packages", "dist-packages"} & set(resolved.parts):
+        return True
+    roots = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")} - {None}
+    return any(resolved == Path(r).resolve() or Path(r).resolve() in resolved.parents for r in roots if r)
+
+
+def shown(path, name: str) -> str:
+    """How text output names the directory of pack ``name``: ``<installed pack cleo-en>`` for an installed one (a path
+    into site-packages says nothing to a reader), else as everywhere (:func:`~cleo_rules.pack.load.display`)."""
     from ..pack.load import display
 
-    return f"{pack.name} {pack.version} ({pack.content_hash}) at {display(found.path)} ({found.describe()})"
+    return f"<installed pack {name}>" if installed(path) else display(path)
+
+
+def plain(text: str, found, name: str) -> str:
+    """``text`` (a report for people) with the installed pack's directory, and its corpus's, named as :func:`shown`
+    names them; any other text is returned as it is. SARIF, JUnit, GitHub and JSON output keep real paths."""
+    from ..corpus.files import corpus_dir_of
+    from ..pack.load import display
+
+    if not installed(found.path):
+        return text
+    for where, label in ((corpus_dir_of(found.path), f"<installed pack {name} corpus>"),
+                         (Path(found.path), f"<installed pack {name}>")):
+        for form in {str(where), display(where), str(Path(where).resolve())}:
+            text = re.sub(re.escape(form) + r"(?![\w.-])", lambda _m, label=label: label, text)
+    return text
+
+
+def pack_line(pack, found) -> str:
+    """``cleo-en 1.0.0 (hash) at rules (./rules)``: the pack used, for people."""
+    return f"{pack.name} {pack.version} ({pack.content_hash}) at {shown(found.path, pack.name)} ({found.describe()})"
 
 
 def pack_record(pack, found) -> dict:
@@ -87,7 +156,7 @@ def load_lenient(found, *, quiet: bool = False):
         click.echo(f"Warning: {n} of the pack's own examples {'fails' if n == 1 else 'fail'} "
                    f"(`cleo-rules check` refuses the pack until they pass):", err=True)
         for p in errors[:10]:
-            click.echo(f"  {p.location}: {p.rule}: {p.message}", err=True)
+            click.echo(plain(f"  {p.location}: {p.rule}: {p.message}", found, pack.name), err=True)
         if n > 10:
             click.echo(f"  ... and {n - 10} more", err=True)
     return pack, problems

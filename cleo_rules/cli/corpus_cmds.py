@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_CODES_HELP, find, pack_line
-from .rules_cmds import format_option, show_check
+from .common import EXIT_CODES_HELP, SuggestingGroup, find, pack_line
+from .outputs import format_option
+from .rules_cmds import check_report
 
 corpus_dir_option = click.option(
     "--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
@@ -25,7 +26,7 @@ def _compile(found, *, check_examples: bool = True):
     return compile_pack(found.path, check_examples=check_examples)
 
 
-@click.group(epilog=EXIT_CODES_HELP)
+@click.group(cls=SuggestingGroup, epilog=EXIT_CODES_HELP)
 def corpus():
     """Build, check and diff the generated rule corpus.
 
@@ -89,32 +90,27 @@ def build(pack, corpus_dir, out_dir):
 @corpus_dir_option
 @format_option
 @click.option("--all", "show_all", is_flag=True, help="List every failing case (default: the first 20 per rule).")
-def check(pack, corpus_dir, fmt, as_json, show_all):
+def check(pack, corpus_dir, outputs, show_all):
     """Run the corpus against PACK; exit 1 if anything fails.
 
     Fails when a case fails, when the checked-in corpus is stale (run `cleo-rules
     corpus build`), when a rule has no positive or no negative case, or when a
     rule fires on none of its positives. Prints TP, FN, TN, FP per rule, then
     every failing case with the rule that fired instead, then a summary line.
+    -o FILE and --F-output FILE write reports into files, as for `cleo-rules
+    check`.
 
     \b
     Examples:
       cleo-rules corpus check
       cleo-rules corpus check rules/ --json > corpus-report.json
-      cleo-rules corpus check --format junit > corpus.xml
+      cleo-rules corpus check --junit-output corpus.xml
     """
     from ..verify import check as check_pack
 
-    fmt = "json" if as_json else fmt
     # the corpus always runs (a missing one is a finding), and its report shows the pack's own examples too
     result = check_pack(find(pack), corpus_dir, corpus_required=True)
-    if fmt == "text" and result.pack is not None:
-        view = result.corpus_view()
-        assert view is not None
-        click.echo(f"pack: {pack_line(result.pack, result.found)}")
-        click.echo(view.format(max_shown=0 if show_all else 20))
-    else:
-        show_check(result, fmt, "corpus check")
+    outputs.emit(lambda fmt: check_report(result, fmt, "corpus check", max_shown=0 if show_all else 20))
     if not result.ok:
         sys.exit(1)
 

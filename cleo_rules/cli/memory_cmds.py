@@ -16,6 +16,7 @@ import click
 
 from ..errors import UsageError
 from ..kinds import Source
+from .common import SuggestingGroup
 from .store import db_option, open_store
 
 
@@ -32,7 +33,7 @@ def _model_option(f):
     )(f)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=SuggestingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def memory():
     """Ingest into, search and maintain a memory store.
 
@@ -59,7 +60,8 @@ def memory():
 @click.option("--chunk-overlap", default=None, type=click.IntRange(0), help="Words a passage may repeat from the previous one (default 30).")
 @click.option("--chunk-max-chars", default=None, type=click.IntRange(1),
               help="Characters a snippet or passage may hold at most, however few its words (default 2000).")
-@click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: on long runs in a terminal).")
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar on stderr (default: whenever stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @_model_option
 def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chunk_max_chars, progress, as_json,
@@ -70,7 +72,9 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chun
     [{"role", "text"}, ...]} or {"type": "document", "id", "title", "date",
     "text"}. Re-ingesting an id replaces it; the same content is left as is.
     Malformed lines are reported with their line numbers and skipped, or,
-    with --strict, the whole file is rejected and nothing is written.
+    with --strict, the whole file is rejected and nothing is written. A
+    progress bar goes to stderr when it is a terminal; the last line is the
+    summary (added, updated, unchanged, skipped, time taken).
 
     \b
     Example:
@@ -92,7 +96,7 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chun
                 total = sum(1 for _ in fh)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    show = progress if progress is not None else (total >= 200 and sys.stderr.isatty() and not as_json)
+    show = progress if progress is not None else sys.stderr.isatty()  # in a terminal, however short the input
     options = {
         "chunk_size": chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE,
         "chunk_overlap": chunk_overlap if chunk_overlap is not None else DEFAULT_CHUNK_OVERLAP,
@@ -112,10 +116,9 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chun
         return
     for problem in report.problems:
         click.echo(problem.format(), err=True)
-    click.echo(report.summary())
     embed = report.timings.get("embed", 0.0)
     rate = report.items / report.seconds if report.seconds else 0.0
-    click.echo(f"{report.seconds:.2f} s ({embed:.2f} s embedding), {rate:.0f} items/s")
+    click.echo(f"{report.summary()}; {report.seconds:.2f} s ({embed:.2f} s embedding), {rate:.0f} items/s")
 
 
 @memory.command()

@@ -12,18 +12,9 @@ import click
 
 from .common import (
     EXIT_CODES_HELP, error_line, find, history_error, history_option, load_lenient, pack_line, pack_option, pack_record,
-    stream_lines,
+    plain, shown, stream_lines,
 )
-
-FORMAT_HELP = ("Output: text (for people), json (one document), sarif (SARIF 2.1.0 for code scanning), "
-               "junit (JUnit XML, one test case per rule) or github (workflow commands that annotate the files).")
-
-
-def format_option(f):
-    f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
-    return click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit", "github"]),
-                        default="text", show_default=True, help=FORMAT_HELP)(f)
-
+from .outputs import Piece, format_option
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
@@ -34,48 +25,51 @@ def _version() -> str:
         return ""
 
 
-def emit(result, fmt: str) -> None:
-    """Print a :class:`~cleo_rules.findings.CheckResult` as sarif, junit or github, on stdout."""
-    from ..findings import render
-
-    click.echo(render(result, fmt, tool_version=_version()), nl=False)
-
-
-def show_check(result, fmt: str, command: str = "check") -> None:
-    """Print a :class:`~cleo_rules.verify.PackCheck` in ``fmt``, as ``check`` (or ``corpus check``) does."""
+def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 20) -> list[Piece]:
+    """A :class:`~cleo_rules.verify.PackCheck` in ``fmt``, as ``check`` (or ``corpus check``) shows it: the
+    parts of the report, each with whether it goes to stderr when printed."""
     if fmt == "json":
         doc = result.to_dict() if command == "check" else result.corpus_dict()
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-    elif fmt != "text":
-        emit(result.findings(command), fmt)
-    elif result.pack is None:
+        return [(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", False)]
+    if fmt != "text":
+        from ..findings import render
+
+        return [(render(result.findings(command), fmt, tool_version=_version()), False)]
+    found = result.found
+    if result.pack is None:
         record = result.record()
-        click.echo(f"pack: {record['name']} {record['version']} at {record['path']} ({result.found.describe()})")
+        head = (f"pack: {record['name']} {record['version']} at {shown(found.path, record['name'])} "
+                f"({found.describe()})\n")
         assert result.error is not None
-        if command != "check":
-            raise result.error  # `Error: ...` and its exit code, as for any pack that does not compile
-        click.echo(result.error.report(), err=True)
-    else:
-        _check_text(result)
+        # corpus check says it as any command does of a pack that does not compile: `Error: ...`
+        error = result.error.report() if command == "check" else f"Error: {result.error.report()}"
+        return [(head, False), (plain(error, found, record["name"]) + "\n", True)]
+    if command != "check":
+        view = result.corpus_view()
+        assert view is not None
+        text = plain(view.format(max_shown=max_shown), found, result.pack.name)
+        return [(f"pack: {pack_line(result.pack, found)}\n{text}\n", False)]
+    return [(plain(text, found, result.pack.name), err) for text, err in _check_text(result)]
 
 
-def _check_text(result) -> None:
+def _check_text(result) -> list[Piece]:
     from ..errors import PackError
 
     pack, found, verdict = result.pack, result.found, result.verdict
-    click.echo(f"pack: {pack_line(pack, found)}")
+    out: list[Piece] = [(f"pack: {pack_line(pack, found)}\n", False)]
     if verdict.problems:
-        click.echo(PackError(verdict.problems, pack=str(found.path)).report(), err=True)
+        out.append((PackError(verdict.problems, pack=str(found.path)).report() + "\n", True))
     else:
-        click.echo(f"ok: {len(pack.corrections)} corrections, {len(pack.follow_ups)} follow-up patterns, "
-                   f"{len(pack.vocab_sets)} vocabulary sets")
+        out.append((f"ok: {len(pack.corrections)} corrections, {len(pack.follow_ups)} follow-up patterns, "
+                    f"{len(pack.vocab_sets)} vocabulary sets\n", False))
     report = verdict.corpus_report
     if report is not None and not report.ok:
-        click.echo(report.format(table=False), err=True)
+        out.append((report.format(table=False) + "\n", True))
     if report is not None:
-        click.echo(f"corpus {report.summary_line()}")
+        out.append((f"corpus {report.summary_line()}\n", False))
     elif result.skipped:
-        click.echo(f"corpus: {result.skipped}")
+        out.append((f"corpus: {result.skipped}\n", False))
+    return out
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -84,7 +78,7 @@ def _check_text(result) -> None:
 @click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
               help="Corpus to run (default: corpus/ beside the pack, when there is one).")
 @click.option("--no-corpus", is_flag=True, help="Only validate and compile; do not run the corpus.")
-def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
+def check(pack_dir, outputs, corpus_dir, no_corpus):
     """Validate, lint and compile a rule pack, then run its corpus; exit 1 on any finding.
 
     PACK is a directory, its pack.yaml, or an installed pack's name; without
@@ -95,16 +89,23 @@ def check(pack_dir, fmt, as_json, corpus_dir, no_corpus):
     only compiled.
 
     \b
+    -o FILE writes the --format report into FILE instead of printing it;
+    --sarif-output FILE (and --text-, --json-, --junit-, --github-output)
+    writes one more report in that format, so one run prints text to the log
+    and leaves SARIF for code scanning.
+
+    \b
     Examples:
       cleo-rules check
       cleo-rules check rules/
-      cleo-rules check --format sarif > cleo-rules.sarif
+      cleo-rules check --sarif-output cleo-rules.sarif --junit-output cleo-rules.xml
+      cleo-rules check --format sarif -o cleo-rules.sarif
     """
     from ..verify import check as check_pack
 
     # examples are judged after compiling, so the corpus still runs and one check shows everything a change broke
     result = check_pack(find(pack_dir), corpus_dir, corpus=not no_corpus)
-    show_check(result, "json" if as_json else fmt)
+    outputs.emit(lambda fmt: check_report(result, fmt))
     if not result.ok:
         sys.exit(1)
 

@@ -23,7 +23,8 @@ import click
 from ..errors import UsageError
 from ..shaping import as_follow_up
 from .common import (
-    EXIT_CODES_HELP, PACK_HELP, error_line, find, history_error, history_option, pack_line, pack_record, stream_lines,
+    EXIT_CODES_HELP, PACK_HELP, SuggestingGroup, error_line, find, history_error, history_option, pack_line, pack_record,
+    stream_lines,
 )
 from .store import db_option, open_store
 
@@ -277,7 +278,7 @@ def _since(value: str | None) -> str | None:
     return moment.isoformat()
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def relevance():
     """Sample traced retrievals for judging, and score the judgments.
 
