@@ -172,23 +172,23 @@ def rule_refs(pack) -> list[RuleRef]:
 
 # -- the pack's outline: its files and the rules they hold ------------------------------------------
 
-#: the rule kind of each kind of file that holds rules, and where its rules are
-_RULE_FILES = {"corrections": ("correction", "/rules"), "follow_ups": ("follow_up", "/rules"),
-               "vocabulary": ("vocabulary", "/sets"), "referents": ("referent", "/rules")}
-
-
 def _rules_in(src) -> tuple[str, list[RuleRef]]:
-    """The kind of the file ``src`` (a :class:`~cleo_rules.pack.load.Source`) and the rules with an id in it."""
+    """The kind of the file ``src`` (a :class:`~cleo_rules.pack.load.LoadedFile`) and the rules with an id in it:
+    the items of the list its rule family keeps its rules in (:mod:`cleo_rules.families`)."""
+    from .families import kinds, family
+
     data = src.data
     kind = data.get("kind") if isinstance(data, dict) else None
-    if not isinstance(kind, str) or kind not in _RULE_FILES:
+    if not isinstance(kind, str) or kind not in kinds():
         return (kind if isinstance(kind, str) else ""), []
-    rule_kind, base = _RULE_FILES[kind]
-    items = data.get(base[1:])
+    holder = family(kind)
+    if holder.items is None:  # a file of data only
+        return kind, []
+    items = data.get(holder.items)
     out = []
     for i, item in enumerate(items if isinstance(items, list) else []):
         if isinstance(item, dict) and isinstance(item.get("id"), str):
-            out.append(RuleRef(item["id"], rule_kind, src.display, src.where(f"{base}/{i}")[0]))
+            out.append(RuleRef(item["id"], str(holder.rule_kind), src.display, src.where(f"/{holder.items}/{i}")[0]))
     return kind, out
 
 
