@@ -222,7 +222,7 @@ class Matcher:
                         continue
                     candidates = found[first:last] if not start else [c - start for c in found[first:last]]
                 if walk is None:
-                    walk = Walk(message, text, words, tokens, history, recorder, long, self.context.vocabulary)
+                    walk = Walk(message, text, words, tokens, history, recorder, self.context.vocabulary)
                 hit = lane.search(walk, candidates)
                 if hit is not None:
                     return _result(lane.decides, hit[0], hit[1], text, None, referents, number)

@@ -19,9 +19,9 @@ shaping read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from . import timed
 from .explain import PREFILTERED, Attempt
@@ -87,22 +87,20 @@ class Walk:
     patterns see (the first ``max_scan_chars`` characters), ``words`` the
     word pattern for that text and ``tokens`` its words; ``history`` the
     conversation before it (:class:`~cleo_rules.history.Said` items),
-    ``recorder`` the :class:`~cleo_rules.explain.Recorder` or None, ``long``
-    whether it has more words than ``max_follow_up_words``. ``cover`` (the
+    ``recorder`` the :class:`~cleo_rules.explain.Recorder` or None. ``cover`` (the
     vocabulary's cover of the words, see :meth:`topic_counts`) and ``spans``
     (each word's span) are filled in by the first lane that needs them.
     """
 
-    __slots__ = ("message", "text", "words", "tokens", "history", "recorder", "long", "vocabulary", "cover", "spans")
+    __slots__ = ("message", "text", "words", "tokens", "history", "recorder", "vocabulary", "cover", "spans")
 
-    def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, long: bool, vocabulary):
+    def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, vocabulary):
         self.message = message
         self.text = text
         self.words = words
         self.tokens = tokens
         self.history = history
         self.recorder = recorder
-        self.long = long
         self.vocabulary = vocabulary
         self.cover = None
         self.spans: list[tuple[int, int]] | None = None
@@ -128,7 +126,7 @@ class Walk:
         return outside, before
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WalkResult:
     """The outcome of one walk: what the matcher makes a :class:`~cleo_rules.decision.Decision` of.
 
@@ -150,19 +148,29 @@ class WalkResult:
     referents: tuple[int, ...] = ()
     lane: int | None = None
 
-    @classmethod
-    def of(cls, kind, rule, span, text, note, referents, lane) -> WalkResult:
-        """The same value as ``WalkResult(...)``, made without the frozen ``__init__``'s cost (one per message)."""
-        self = object.__new__(cls)
-        values = self.__dict__
-        values["kind"] = kind
-        values["rule"] = rule
-        values["span"] = span
-        values["text"] = text
-        values["note"] = note
-        values["referents"] = referents
-        values["lane"] = lane
-        return self
+    #: ``WalkResult.of(kind, rule, span, text, note, referents, lane)``: the same value as ``WalkResult(...)``, made
+    #: at a third of the frozen ``__init__``'s cost (the walk makes one per message)
+    of: ClassVar[Callable[..., WalkResult]]
+
+
+class _Made:
+    """A :class:`WalkResult` being made: a plain class of the same slots, so its fields are set as any object's are,
+    and the object is then made a ``WalkResult`` (frozen from then on)."""
+
+    __slots__ = WalkResult.__slots__
+
+    def __init__(self, kind, rule, span, text, note, referents, lane):
+        self.kind = kind
+        self.rule = rule
+        self.span = span
+        self.text = text
+        self.note = note
+        self.referents = referents
+        self.lane = lane
+        self.__class__ = WalkResult  # pyright: ignore[reportAttributeAccessIssue]  # the same slots: it becomes one
+
+
+WalkResult.of = cast(Callable[..., WalkResult], _Made)
 
 
 class Lane:

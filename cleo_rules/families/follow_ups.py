@@ -62,9 +62,9 @@ class FollowUpLane(PatternLane):
     def accept(self, rule, match, walk) -> bool:
         recorder = walk.recorder
         words = len(walk.tokens)
-        if rule.max_words is not None and words > rule.max_words or rule.max_words is None and walk.long:
+        cap = rule.max_words if rule.max_words is not None else self.settings.max_follow_up_words
+        if words > cap:
             if recorder is not None:
-                cap = rule.max_words if rule.max_words is not None else self.settings.max_follow_up_words
                 recorder.judged(rule, False, f"matched, but the message has {words} words and this rule takes at "
                                              f"most {cap}")
             return False
