@@ -155,9 +155,11 @@ class Service:
             log.error("the embedding model could not be loaded; not ready: %s", exc)
             return
         self.model_warm = True
-        d = self.embedder.describe()
-        log.info("embedding model %s warm in %.1f s (%s backend, %s, %d thread%s)", self.embedder.model_name, seconds,
-                 d["backend"], d["runtime"], d["threads"], "" if d["threads"] == 1 else "s")
+        d = self.embedder.describe()  # a custom embedder may say less than the bundled backends
+        threads = d.get("threads")
+        log.info("embedding model %s warm in %.1f s (%s backend, %s, %s thread%s)", self.embedder.model_name, seconds,
+                 d.get("backend", "custom"), d.get("runtime") or "runtime unknown", threads or "?",
+                 "" if threads == 1 else "s")
 
     def stop(self) -> None:
         """Stop watching and close every store cleanly (indexes saved). Blocking."""
