@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from cleo_rules.errors import StoreError
 from cleo_rules.pack.model import Pack
@@ -136,6 +138,39 @@ def test_a_body_the_reader_refuses_is_still_a_400_naming_its_field(served):
     assert problem(r, 400, "invalid-request")["code"] == "E319"
     r = client.post("/v1/classify", content=b"[" * 100_000 + b"]" * 100_000, headers=JSON)
     assert problem(r, 400, "invalid-json")["detail"]
+
+
+roles = st.sampled_from(["user", "assistant", "system", "tool", "robot", "", "USER"]) | st.none() | st.integers()
+contents = (st.text(max_size=20) | st.none() | st.integers()
+            | st.lists(st.text(max_size=5) | st.fixed_dictionaries({"type": st.sampled_from(["text", "image"])},
+                                                                   optional={"text": st.text(max_size=5) | st.none()})
+                       | st.integers(), max_size=3))
+items = st.text(max_size=20) | st.fixed_dictionaries({}, optional={"role": roles, "content": contents,
+                                                                   "name": st.text(max_size=5)})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(items, max_size=6))
+def test_the_body_reader_refuses_exactly_the_histories_the_classifier_would(history):
+    """Within the limits, a history is refused in the reading step (BadRequest, 400 invalid-history) exactly
+    when the classifier's history reader refuses it, with its words; else it is passed on as it came."""
+    from cleo_rules.history import read_history
+    from cleo_rules.serve.body import BadRequest, read_classify
+
+    try:
+        read_history(history)
+        reason = None
+    except (TypeError, ValueError) as exc:
+        reason = str(exc)
+    event("refused" if reason else "accepted")
+    body = {"message": "Tell me more.", "history": history}
+    if reason is None:
+        assert read_classify(body, ServeSettings()) == ("Tell me more.", history)
+        return
+    with pytest.raises(BadRequest) as refused:
+        read_classify(body, ServeSettings(), field="items[2]")
+    assert refused.value.name == "invalid-history" and refused.value.status == 400
+    assert refused.value.detail == reason and refused.value.extra["field"].startswith("items[2].history")
 
 
 def test_no_endpoint_catches_type_or_value_errors():

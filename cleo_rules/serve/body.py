@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..history import read_history
+from ..history import ASSISTANT, USER, read_history
 from ..jsonl import json_type, lone_surrogate
 from ..kinds import DecisionKind
 from .problems import ServiceError
@@ -35,6 +35,8 @@ __all__ = ["BadRequest", "check_unicode", "history_error", "parse_json", "read_b
            "read_regression", "read_turn"]
 
 KINDS = tuple(DecisionKind)
+#: the roles of a history item the history reader takes as it is when its content is a string
+PLAIN_ROLES = (USER, ASSISTANT)
 
 
 class BadRequest(ServiceError):
@@ -140,21 +142,25 @@ def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
         raise _bad(where, f"history must be an array of earlier messages, oldest first, not {json_type(history)}")
     if len(history) > max_items:
         raise _bad(where, f"history has {len(history)} items; the limit is {max_items}")
+    plain = True  # every item a string or {"role": "user" | "assistant", "content": str}: nothing to refuse
     for n, item in enumerate(history):
         if isinstance(item, str):
             if len(item) > max_chars:
                 raise _bad(f"{where}[{n}]", f"history[{n}] is {len(item)} characters; the limit is {max_chars}")
         elif isinstance(item, dict):
-            chars = _content_chars(item.get("content"))
+            content = item.get("content")
+            chars = _content_chars(content)
             if chars > max_chars:  # the same limit as a string item's, whatever the form
                 raise _bad(f"{where}[{n}].content", f"history[{n}].content holds {chars} characters of text; the "
                                                     f"limit is {max_chars}")
+            plain = plain and type(content) is str and item.get("role") in PLAIN_ROLES
         else:
             raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {json_type(item)}")
-    try:
-        read_history(history)  # what the classifier will read: a history it refuses is the request's fault
-    except (TypeError, ValueError) as exc:
-        raise history_error(exc, field) from None
+    if not plain:  # what the classifier will read: a history it refuses is the request's fault
+        try:
+            read_history(history)
+        except (TypeError, ValueError) as exc:
+            raise history_error(exc, field) from None
     return history
 
 
