@@ -449,7 +449,7 @@ def _plant(value, draw, path=()):
 @given(json_values, st.data())
 def test_item4_a_lone_surrogate_anywhere_is_refused_naming_its_field(value, data):
     from cleo_rules.serve.problems import ServiceError
-    from cleo_rules.serve.validate import check_unicode
+    from cleo_rules.serve.body import check_unicode
 
     check_unicode(value)  # no surrogate: nothing to say
     planted, field, what = _plant(value, data.draw)

@@ -12,7 +12,7 @@ import click
 
 from ..errors import MissingExtra, UsageError
 from ..extras import is_postgres_url
-from ..serve.settings import DEFAULTS, Settings
+from ..serve.settings import DEFAULTS, ServeSettings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
 MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers")
@@ -118,9 +118,9 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         if missing:
             raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
     try:
-        settings = Settings(pack=pack, require=require, memory=memory, model=model, host=host, port=port, keys=keys,
-                            access_log=access_log, writable_corpus=writable_corpus,
-                            allowed_hosts=tuple(allowed_hosts), **limits)
+        settings = ServeSettings(pack=pack, require=require, memory=memory, model=model, host=host, port=port,
+                                 keys=keys, access_log=access_log, writable_corpus=writable_corpus,
+                                 allowed_hosts=tuple(allowed_hosts), **limits)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if pack is not None:

@@ -9,19 +9,23 @@ counters and the store cache are per process).
 
 ::
 
-    from cleo_rules.serve import Settings, create_app, run
-    run(Settings(memory="/srv/cleo-memory", keys="/etc/cleo/keys", host="0.0.0.0"))
+    from cleo_rules.serve import ServeSettings, create_app, run
+    run(ServeSettings(memory="/srv/cleo-memory", keys="/etc/cleo/keys", host="0.0.0.0"))
 
 The modules, each with one job:
 
-``settings``  the configuration and its limits; tenant names
-``keys``      API keys, stored hashed, and the tenants each may use
-``problems``  RFC 9457 problem details, one type per kind of error
-``validate``  reading request bodies: JSON shape and limits, the field at fault
-``tenants``   the tenants' stores: lazily opened, LRU-bounded, one thread each, one shared model
-``metrics``   the Prometheus registry of one app
-``openapi``   the OpenAPI document, built from the settings
-``app``       the endpoints and the middleware around them
+``settings``   the configuration and its limits (:class:`ServeSettings`); tenant names
+``keys``       API keys, stored hashed, and the tenants each may use
+``hosts``      the Host and Origin a request may carry
+``problems``   RFC 9457 problem details, one type per kind of error
+``body``       reading request bodies: JSON shape and limits, the field at fault (:class:`~.body.BadRequest`)
+``tenants``    the tenants' stores: lazily opened, LRU-bounded, one thread each, one shared model
+``metrics``    the Prometheus registry of one app
+``openapi``    the OpenAPI document, built from the settings
+``service``    what one app holds (settings, keys, pack, stores) and the checks its endpoints share
+``endpoints``  the endpoints, one module per area, and the route table
+``playground`` the playground's page and files
+``app``        the app: routes, the middleware around them, problems for errors
 
 Needs the ``serve`` extra (``pip install 'cleo-rules[serve]'``); the
 memory store's dependencies only with ``--memory``. Importing this package
@@ -32,19 +36,19 @@ from __future__ import annotations
 
 import math
 
-from .settings import DEFAULTS, Settings, is_loopback
+from .settings import DEFAULTS, ServeSettings, Settings, is_loopback
 
-__all__ = ["DEFAULTS", "Settings", "create_app", "run"]
+__all__ = ["DEFAULTS", "ServeSettings", "Settings", "create_app", "run"]
 
 
-def create_app(settings: Settings | None = None):
+def create_app(settings: ServeSettings | None = None):
     """The ASGI app for ``settings`` (see :func:`cleo_rules.serve.app.create_app`)."""
     from .app import create_app as _create
 
     return _create(settings)
 
 
-def run(settings: Settings, *, on_listening=None) -> None:
+def run(settings: ServeSettings, *, on_listening=None) -> None:
     """Serve ``settings`` with uvicorn until SIGTERM or SIGINT, then drain and close.
 
     Refuses (:class:`~cleo_rules.errors.UsageError`) to bind anything but

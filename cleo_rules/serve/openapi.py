@@ -2,15 +2,16 @@
 
 Built from the settings, so the limits it states (``maxLength``,
 ``maxItems``, ``maximum``) are the ones the running service applies. The
-request schemas say exactly what :mod:`cleo_rules.serve.validate` accepts;
-a history item that is an object is passed to the classifier, which
-decides what it may hold, once its ``content`` is within the same limit as
-a history string. No string or field name may hold a lone surrogate, which
+request schemas say exactly what :mod:`cleo_rules.serve.body` accepts;
+a history item that is an object is judged by the classifier's own history
+reader, which decides what it may hold, once its ``content`` is within the
+same limit as a history string. No string or field name may hold a lone surrogate, which
 JSON Schema cannot state: the descriptions say it.
 """
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 
 from ..kinds import DecisionKind, Source
@@ -94,7 +95,8 @@ def request_schemas(settings) -> dict:
     }
 
 
-def _response_schemas() -> dict:
+def _turn_schemas() -> dict:
+    """A decision, a batch of them, a turn and its results."""
     nullable_str = {"type": ["string", "null"]}
     return {
         "Decision": {
@@ -144,6 +146,12 @@ def _response_schemas() -> dict:
                 "trace_id": {"type": ["integer", "null"]},
             },
         },
+    }
+
+
+def _store_schemas() -> dict:
+    """What an ingest, the stats and a delete answer."""
+    return {
         "IngestReport": {
             "type": "object",
             "required": ["source", "lines", "added", "updated", "unchanged", "skipped", "problems", "seconds",
@@ -161,6 +169,13 @@ def _response_schemas() -> dict:
             "properties": {"source": {"enum": list(Source)}, "id": {"type": "string"},
                            "deleted": {"const": True}},
         },
+    }
+
+
+def _pack_schemas() -> dict:
+    """The pack serving now, as its status and the playground read it."""
+    nullable_str = {"type": ["string", "null"]}
+    return {
         "PackStatus": {
             "type": "object",
             "required": ["pack", "version", "hash", "path", "reloads", "rejections", "last_error", "watching"],
@@ -208,6 +223,12 @@ def _response_schemas() -> dict:
                                                              "description": "The case, as an item of `cases:`."},
                            "file": {"type": "string"}, "written": {"type": "boolean"}},
         },
+    }
+
+
+def _service_schemas() -> dict:
+    """Recall, a reload, readiness and the problem every error is."""
+    return {
         "RecallResponse": {
             "type": "object", "required": ["decision", "shaped", "raw"],
             "properties": {
@@ -265,30 +286,34 @@ def _json(schema: str) -> dict:
     return {"application/json": {"schema": _ref(schema)}}
 
 
+def _operation(keys: bool, summary: str, *, body=None, ok, statuses, params=(), body_type="application/json",
+               secured=True, query=()) -> dict:
+    """One operation: answers ``ok`` (a schema name, or None), and the problems of ``statuses``."""
+    auth = {401} if keys and secured else set()  # 403 is every operation's: a key's tenants, a foreign Host or Origin
+    operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
+                                                   else {"description": "OK"}}}
+    operation["responses"].update(_problems(*sorted(set(statuses) | {403} | auth)))
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": {body_type: {"schema": body}}}
+    parameters = list(params) + list(query)
+    if parameters:
+        operation["parameters"] = parameters
+    if secured and keys:
+        operation["security"] = [{"bearer": []}]
+    elif not secured:
+        operation["security"] = []
+    return operation
+
+
 def document(settings, *, keys: bool) -> dict:
     """The OpenAPI document for a service started with ``settings``."""
     try:
         version = metadata.version("cleo-rules")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
         version = "0"
-    auth = [401] if keys else []  # 403 is every operation's: a key's tenants, a foreign Host or Origin
+    op = functools.partial(_operation, keys)
     tenant = {"name": "tenant", "in": "path", "required": True,
               "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"}}
-
-    def op(summary, *, body=None, ok, statuses, params=(), body_type="application/json", secured=True, query=()):
-        operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
-                                                       else {"description": "OK"}}}
-        operation["responses"].update(_problems(*sorted(set(statuses) | {403} | (set(auth) if secured else set()))))
-        if body is not None:
-            operation["requestBody"] = {"required": True, "content": {body_type: {"schema": body}}}
-        parameters = list(params) + list(query)
-        if parameters:
-            operation["parameters"] = parameters
-        if secured and keys:
-            operation["security"] = [{"bearer": []}]
-        elif not secured:
-            operation["security"] = []
-        return operation
 
     paths = {
         "/v1/classify": {"post": op("Classify one message", body=_ref("ClassifyRequest"), ok="Decision",
@@ -352,7 +377,8 @@ def document(settings, *, keys: bool) -> dict:
                                      "responses": {"200": {"description": "The problem type"},
                                                    **_problems(404)}}},
     }
-    components = {"schemas": {**request_schemas(settings), **_response_schemas()}}
+    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_store_schemas(), **_pack_schemas(),
+                              **_service_schemas()}}
     if keys:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                     "description": "A key from the service's key file."}}

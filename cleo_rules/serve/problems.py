@@ -65,8 +65,9 @@ PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
     "internal-error": (500, "Internal error",
                        "Something failed inside the service. It is logged with `request_id`; report that id."),
     "not-ready": (503, "Not ready yet",
-                  "The service is loading its rule pack or warming its embedding model. Retry after "
-                  "`Retry-After` seconds; GET /readyz tells when it is ready."),
+                  "The service is loading its rule pack or warming its embedding model (GET /readyz tells when "
+                  "it is ready), or the tenant's memory store cannot be used just now: its database is busy or "
+                  "cannot be reached (`code` E302, E306 or E307). Retry after `Retry-After` seconds."),
     "overloaded": (503, "Too many requests waiting",
                    "This tenant's queue is full; the request was not started. Retry after `Retry-After` "
                    "seconds."),

@@ -1,9 +1,12 @@
 """What one service process is configured with: its pack, its memory, its keys and its limits.
 
-:class:`Settings` is a frozen value built by ``cleo-rules serve`` from its
+:class:`ServeSettings` is a frozen value built by ``cleo-rules serve`` from its
 options (every limit's default is shown in ``--help``) or directly::
 
-    Settings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
+    ServeSettings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
+
+(``Settings`` is the same class under its earlier name; a rule pack's own
+settings are :class:`cleo_rules.pack.model.Settings`.)
 
 Nothing here imports Starlette, uvicorn or the memory store.
 """
@@ -18,7 +21,7 @@ from pathlib import Path
 from ..extras import is_postgres_url
 from .hosts import parse_allowed_hosts
 
-__all__ = ["DEFAULTS", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
+__all__ = ["DEFAULTS", "ServeSettings", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
 
 #: A tenant's name: lower-case letters, digits, ``_`` and ``-``, 1 to 63
 #: characters, starting with a letter or digit. It is also the name of the
@@ -42,7 +45,7 @@ def is_loopback(host: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Settings:
+class ServeSettings:
     """One service process's configuration.
 
     ``pack`` is a pack directory, an installed pack's name or None for the
@@ -127,5 +130,8 @@ class Settings:
             raise ValueError(f"watch_interval must be 0 (off) or positive, not {self.watch_interval!r}")
 
 
+#: The earlier name of :class:`ServeSettings`, kept for code written against it.
+Settings = ServeSettings
+
 #: Every setting's default, by name (what ``--help`` shows).
-DEFAULTS = {f.name: f.default for f in fields(Settings)}
+DEFAULTS = {f.name: f.default for f in fields(ServeSettings)}

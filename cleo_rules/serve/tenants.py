@@ -131,7 +131,8 @@ class _Tenant:
 
 
 class Tenants:
-    """Every tenant's store, opened on demand; used from the event loop's thread only.
+    """Every tenant's store, opened on demand; used from the event loop's thread, but for :meth:`exists`,
+    which may ask the database and so runs on a worker thread.
 
     ``embedder`` is shared by all stores (a :class:`SharedEmbedder`).
     """
@@ -142,6 +143,7 @@ class Tenants:
         self.url: str | None = str(root) if is_postgres_url(root) else None
         self.root = Path(root) if self.url is None else None
         self._database = None  # the shared pool of a postgresql:// root, opened on first use
+        self._database_lock = threading.Lock()  # first use may come from two threads at once
         self._known: set[str] = set()  # tenants whose schema exists (a schema is never dropped under us)
         self.embedder = embedder
         self.open_stores = int(open_stores)
@@ -160,21 +162,26 @@ class Tenants:
 
     def database(self):
         """The shared :class:`~cleo_rules.retrieval.postgres.Database` of a ``postgresql://`` root."""
-        if self._database is None:
-            from ..extras import postgres_imports
+        with self._database_lock:
+            if self._database is None:
+                from ..extras import postgres_imports
 
-            with postgres_imports():
-                from ..retrieval.pg_schema import parse_location
-                from ..retrieval.postgres import Database
+                with postgres_imports():
+                    from ..retrieval.pg_schema import parse_location
+                    from ..retrieval.postgres import Database
 
-            assert self.url is not None
-            self._database = Database(parse_location(self.url).url,
-                                      pool_size=int(self.store_options.pop("pool_size", 8)))
-        return self._database
+                assert self.url is not None
+                self._database = Database(parse_location(self.url).url,
+                                          pool_size=int(self.store_options.pop("pool_size", 8)))
+            return self._database
+
+    def known(self, name: str) -> bool:
+        """Whether the tenant is known to have a store without looking (its store is open, or was found)."""
+        return name in self._tenants or name in self._known
 
     def exists(self, name: str) -> bool:
-        """Whether the tenant has a store (only an ingest creates one)."""
-        if name in self._tenants or name in self._known:
+        """Whether the tenant has a store (only an ingest creates one): a file's presence, or a database query."""
+        if self.known(name):
             return True
         if self.url is None:
             return (self.path(name) / DB_FILE).is_file()

@@ -1,0 +1,54 @@
+"""The service's own endpoints: health, readiness, metrics, its OpenAPI document and its problem types.
+
+None needs a key: ``/healthz`` answers as soon as the process is up,
+``/readyz`` says what the service still waits for (503 until it is ready).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ..problems import PROBLEM_TYPES, ServiceError, type_uri
+from ..responses import json_response
+from .common import service_of
+
+__all__ = ["healthz", "metrics", "openapi_json", "problem_type", "readyz"]
+
+
+async def healthz(request: Request) -> Response:
+    return json_response({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    service = service_of(request)
+    memory = service.settings.memory is not None
+    model = ("not used" if not memory else "warm" if service.model_warm
+             else "failed" if service.model_error is not None else "loading")
+    if not service.ready:
+        try:
+            service.require_ready()
+        except ServiceError as exc:
+            exc.extra.update(pack=service.manager.status() if service.manager else None, model=model)
+            raise
+    embedding = service.embedder.describe() if memory else None
+    return json_response({"ready": True, "pack": service.packs.status(), "memory": memory, "model": model,
+                          "embedding": embedding})
+
+
+async def metrics(request: Request) -> Response:
+    return Response(service_of(request).metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
+
+async def openapi_json(request: Request) -> Response:
+    """The document built for this app's settings when the app was (``app.state.openapi``, JSON bytes)."""
+    return Response(request.app.state.openapi, media_type="application/json")
+
+
+async def problem_type(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in PROBLEM_TYPES:
+        raise ServiceError("not-found", f"no problem type {name[:60]!r}")
+    status, title, description = PROBLEM_TYPES[name]
+    return json_response({"type": type_uri(name), "status": status, "title": title, "description": description})
