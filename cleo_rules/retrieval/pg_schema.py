@@ -31,7 +31,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import StoreError
 from ..kinds import Source
-from .pg_names import schema_name, valid_tenant
+from ..tenant_names import not_a_tenant, valid_tenant
+from .pg_names import schema_name
 from .schema import TABLES, SourceTable
 
 __all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",
@@ -79,7 +80,7 @@ def parse_location(location: str, tenant: str | None = None) -> Location:
     rest = [(k, v) for k, v in query if k != "tenant"]
     chosen = tenant if tenant is not None else (named[-1] if named else DEFAULT_TENANT)
     if not valid_tenant(chosen):
-        raise ValueError(f"{str(chosen)[:80]!r} is not a tenant name: [a-z0-9][a-z0-9_-]{{0,62}}")
+        raise ValueError(not_a_tenant(chosen))
     url = _join(parts.scheme, parts.netloc, parts.path, urlencode(rest, safe="/:"), parts.fragment)
     return Location(url, chosen)
 

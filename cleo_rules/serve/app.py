@@ -48,7 +48,8 @@ from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import Metrics
 from .problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
 from .problems import PROBLEM_TYPES, ServiceError, encode, type_uri
-from .settings import Settings, valid_tenant
+from ..tenant_names import not_a_tenant, valid_tenant
+from .settings import Settings
 from .tenants import Overloaded, RequestTimeout, Tenants, bounded
 from .validate import history_error, parse_json, read_batch, read_classify, read_turn
 
@@ -262,8 +263,7 @@ class Service:
 
 
 def _bad_tenant(name: str) -> ServiceError:
-    return ServiceError("invalid-request", f"{name[:80]!r} is not a tenant name: [a-z0-9][a-z0-9_-]{{0,62}}",
-                        field="tenant")
+    return ServiceError("invalid-request", not_a_tenant(name), field="tenant")
 
 
 def _flag(request: Request, name: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from importlib import metadata
 
 from ..kinds import DecisionKind, Source
+from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
 
 __all__ = ["document", "request_schemas"]
@@ -273,7 +274,7 @@ def document(settings, *, keys: bool) -> dict:
         version = "0"
     auth = [401] if keys else []  # 403 is every operation's: a key's tenants, a foreign Host or Origin
     tenant = {"name": "tenant", "in": "path", "required": True,
-              "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"}}
+              "schema": {"type": "string", "pattern": f"^{TENANT_SYNTAX}$"}}
 
     def op(summary, *, body=None, ok, statuses, params=(), body_type="application/json", secured=True, query=()):
         operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
