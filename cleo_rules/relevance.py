@@ -34,7 +34,7 @@ from .errors import UsageError
 from .jsonl import JsonLineError, read_lines
 from .kinds import DecisionKind
 from .retrieval.memory import Memory
-from .retrieval.schema import TABLES, Source
+from .retrieval.tables import TABLES, Source
 from .trace import read_traces
 
 #: the kinds of turn that search, in the order the report shows them (a skipped turn recalls nothing)

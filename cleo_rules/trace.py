@@ -192,7 +192,7 @@ class SqliteTraces:
         return cursor.lastrowid
 
     def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
-        from .retrieval.schema import sqlite_errors
+        from .retrieval.sqlite_schema import sqlite_errors
 
         with sqlite_errors(self.where):
             yield from _read_sqlite(self.db, since=since, searched_only=searched_only)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from .context import build_context
 from .retrieval.memory import Memory, check_k, check_sources
-from .retrieval.schema import Source
+from .kinds import Source
 from .trace import Tracer, TraceSettings, now_iso
 
 if TYPE_CHECKING:

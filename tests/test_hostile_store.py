@@ -473,7 +473,7 @@ def test_17_a_short_index_file_is_never_vouched_for(store_dir, monkeypatch):
 
 
 def test_17_check_hnsw_file_accepts_whole_files_only(tmp_path):
-    from cleo_rules.retrieval.index import VectorIndex, check_hnsw_file
+    from cleo_rules.retrieval.hnsw_file import VectorIndex, check_hnsw_file
 
     import numpy as np
 

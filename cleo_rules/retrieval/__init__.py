@@ -31,7 +31,7 @@ from .ingest import IngestReport
 from .memory import Item, Memory, Result, SearchResponse
 from .provenance import EmbeddingNotice
 from .records import validate_record
-from .schema import Source
+from .tables import Source
 from .store import MemoryStore, StoreWarning
 
 __all__ = ["MemoryStore", "Memory", "Source", "Result", "Item", "SearchResponse", "IngestReport", "StoreWarning",

@@ -24,14 +24,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..trace import TraceSink
-from .schema import Source
+from .tables import Source
 
 
 @dataclass(frozen=True)
 class Item:
     """One stored snippet or passage, with its conversation's or document's title and date.
 
-    ``source`` is a :class:`~cleo_rules.retrieval.schema.Source` value
+    ``source`` is a :class:`~cleo_rules.kinds.Source` value
     (``"conversation"`` or ``"document"``); ``id`` the conversation's or
     document's id as ingested; ``item`` the piece's own id (``"<id>#s<n>"``
     or ``"<id>#p<n>"``).

@@ -10,7 +10,7 @@ goes through. Tenant ``acme`` lives in schema ``cleo_acme``
 (:func:`~cleo_rules.retrieval.pg_names.schema_name`: no two tenants share
 one, however long their names), whose ``meta`` row ``tenant`` records whose
 it is (:mod:`~cleo_rules.retrieval.pg_owners`): the same tables as the embedded store's SQLite
-database (:data:`~cleo_rules.retrieval.schema.TABLES` describes both), with
+database (:data:`~cleo_rules.retrieval.tables.TABLES` describes both), with
 each snippet's and passage's vector in a ``vector(dim)`` column under an
 HNSW index (``vector_cosine_ops``), and the turn traces beside them.
 
@@ -33,7 +33,7 @@ from ..errors import StoreError
 from ..kinds import Source
 from ..tenant_names import not_a_tenant, valid_tenant
 from .pg_names import schema_name
-from .schema import TABLES, SourceTable
+from .tables import TABLES, SourceTable
 
 __all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",
            "parse_location", "schema_name"]

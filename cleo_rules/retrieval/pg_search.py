@@ -21,7 +21,7 @@ from .memory import Item, Result, SearchResponse, check_k, check_sources
 from .pg_database import guarded
 from .pg_schema import METADATA_BY_ITEM, search_sql
 from .pg_tenant import TenantSchema
-from .schema import TABLES, Source, source_of_item
+from .tables import TABLES, Source, source_of_item
 
 __all__ = ["MAX_EF_SEARCH", "PgSearch"]
 

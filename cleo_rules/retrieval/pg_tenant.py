@@ -26,7 +26,7 @@ from .pg_database import Database
 from .pg_owners import OWNER_KEY, legacy_claim, lock_key, refusal
 from .pg_schema import Location, check_version, display_url, latest, quote, steps
 from .provenance import META_KEYS, EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
-from .schema import Source, now
+from .tables import Source, now
 
 __all__ = ["TenantSchema"]
 

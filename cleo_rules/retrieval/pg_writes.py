@@ -31,7 +31,7 @@ from .pg_owners import lock_key
 from .pg_schema import EXISTING_SQL, create_index_sql, index_name, insert_messages_sql, insert_piece_sql, upsert_parent_sql
 from .pg_tenant import TenantSchema
 from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
-from .schema import TABLES, Source, now
+from .tables import TABLES, Source, now
 
 __all__ = ["PgWrites"]
 

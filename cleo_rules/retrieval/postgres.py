@@ -51,7 +51,7 @@ from .pg_search import PgSearch
 from .provenance import Recorded
 from .encoding import describe_embedder
 from .pg_writes import PgWrites
-from .schema import TABLES, Source
+from .tables import TABLES, Source
 
 __all__ = ["Database", "PgStore", "PgTraces"]
 

@@ -2,7 +2,7 @@
 
 :func:`nearest` asks each chosen index for a few more neighbours than
 needed; :func:`join` fetches the title, date and text of every label of
-every query with **one** SQL statement (:data:`~cleo_rules.retrieval.schema.METADATA_BY_LABEL`),
+every query with **one** SQL statement (:data:`~cleo_rules.retrieval.sqlite_schema.METADATA_BY_LABEL`),
 drops labels that are no longer in the database and scores under the
 floor, and ranks what is left: best score first, ties broken by source
 (:data:`ORDER`) then label, so the same store gives the same order.
@@ -16,9 +16,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .indexes import IndexSet
+from .index_set import IndexSet
 from .memory import Result, SearchResponse
-from .schema import METADATA_BY_LABEL, TABLES, Source
+from .sqlite_schema import METADATA_BY_LABEL
+from .tables import TABLES, Source
 
 __all__ = ["ORDER", "join", "names", "nearest"]
 

@@ -10,8 +10,8 @@ One directory holds the whole store::
     DIR/index.lock            taken while an index and its sidecar are written
 
 SQLite is the only source of truth; the tables are described in
-:mod:`~cleo_rules.retrieval.schema`. The indexes are caches, owned by an
-:class:`~cleo_rules.retrieval.indexes.IndexSet`: the label of each indexed
+:mod:`~cleo_rules.retrieval.sqlite_schema`. The indexes are caches, owned by an
+:class:`~cleo_rules.retrieval.index_set.IndexSet`: the label of each indexed
 vector is the SQLite row id of its snippet or passage, and a damaged or stale
 index is rebuilt or caught up, with a :class:`StoreWarning`.
 
@@ -42,16 +42,17 @@ from ..errors import IngestError, StoreError
 from ..jsonl import without_lone_surrogates
 from ..trace import SqliteTraces
 from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
-from .indexes import IndexSet, StoreWarning, as_blob
+from .index_set import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
 from .memory import Item, Result, SearchResponse, check_k, check_sources
 from .encoding import check_model, describe_embedder, encode, load_model
 from .provenance import EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
 from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
-from .schema import (
-    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, TABLES, Source, content_hashes, no_store_message, now, open_database,
-    source_of_item, sqlite_errors, sqlite_guarded, store_error, write_transaction,
+from .sqlite_schema import (
+    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, content_hashes, insert_messages_sql, insert_piece_sql, no_store_message,
+    open_database, sqlite_errors, sqlite_guarded, store_error, upsert_parent_sql, write_transaction,
 )
+from .tables import TABLES, Source, now, source_of_item
 from .search import join, names, nearest
 
 __all__ = ["MemoryStore", "Result", "SearchResponse", "Item", "IngestReport", "StoreWarning", "validate_record"]
@@ -346,13 +347,13 @@ class MemoryStore:
             if new.pop(label, None) is None:
                 dead.add(label)
         conn.execute(f"DELETE FROM {table.pieces} WHERE {table.fk} = ?", (item.id,))
-        conn.execute(table.upsert_parent_sql, (item.id, *table.parent_values(item), item.content_hash, stamp))
+        conn.execute(upsert_parent_sql(table), (item.id, *table.parent_values(item), item.content_hash, stamp))
         if table.messages:  # a conversation: its messages, replaced whole
             conn.execute(f"DELETE FROM {table.messages} WHERE {table.fk} = ?", (item.id,))
-            conn.executemany(table.insert_messages_sql,
+            conn.executemany(insert_messages_sql(table),
                              [(item.id, n, role, text) for n, (role, text) in enumerate(item.messages)])
         for n, piece in enumerate(item.pieces):
-            cur = conn.execute(table.insert_piece_sql, (table.item_id(item.id, n), item.id, n, *piece.bounds,
+            cur = conn.execute(insert_piece_sql(table), (table.item_id(item.id, n), item.id, n, *piece.bounds,
                                                         piece.text, as_blob(vectors[row])))
             assert cur.lastrowid is not None
             new[cur.lastrowid] = vectors[row]
