@@ -49,7 +49,7 @@ def pair_id(trace_id: int, rank: int) -> str:
 def traced_pairs(traces, *, since: str | None = None) -> list[dict]:
     """Every (searched query, recalled item) pair in the traces, oldest first.
 
-    ``traces`` is a memory, its trace sink or a SQLite database (see :func:`~cleo_rules.trace.read_traces`).
+    ``traces`` is a memory or its trace sink (see :func:`~cleo_rules.trace.read_traces`).
     """
     pairs = []
     for row in read_traces(traces, since=since, searched_only=True):

@@ -222,3 +222,18 @@ def test_the_tenant_name_pattern_is_written_once():
     users = sorted(m for m in MODULES if "cleo_rules.tenant_names" in GRAPH[m])
     assert {"cleo_rules.serve.settings", "cleo_rules.serve.keys", "cleo_rules.serve.openapi",
             "cleo_rules.retrieval.pg_names", "cleo_rules.retrieval.pg_schema"} <= set(users)
+
+
+@pytest.mark.parametrize("module", sorted(STORE_MAY_USE))
+def test_what_the_store_uses_never_imports_the_store(module):
+    """No module imports upward: trace.py is the trace row and the TraceSink protocol, and the sinks that keep rows
+    live in retrieval/ (traces.py), which imports trace, never the reverse; so for everything the store may use."""
+    assert sorted(m for m in reach([module]) if m.startswith("cleo_rules.retrieval")) == []
+
+
+def test_the_upward_import_finder_finds_one():
+    GRAPH["cleo_rules.trace"].add("cleo_rules.retrieval.sqlite_schema")
+    try:
+        assert "cleo_rules.retrieval.sqlite_schema" in reach(["cleo_rules.trace"])
+    finally:
+        GRAPH["cleo_rules.trace"].discard("cleo_rules.retrieval.sqlite_schema")

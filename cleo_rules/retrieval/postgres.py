@@ -22,8 +22,8 @@ its tenants). A :class:`PgStore` is made of parts, one job each:
   rebuilds, a transaction per item or per ingest batch;
 * :mod:`~cleo_rules.retrieval.pg_search` gets by ids and searches, two
   statements per search whatever ``k``;
-* this module opens and closes stores, keeps their traces and reports
-  their stats.
+* this module opens and closes stores and reports their stats; the
+  traces are kept by :class:`~cleo_rules.retrieval.traces.PgTraces`.
 
 What the embedded store guarantees holds here too: re-ingesting an item
 with the same content hash changes nothing; a malformed line is reported
@@ -40,10 +40,6 @@ connections busy for ``timeout`` seconds is E307.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-
-from ..trace import COLUMNS as TRACE_COLUMNS
 from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
 from .pg_database import Database, guarded
 from .pg_schema import COUNTS_SQL, Location, index_name, parse_location
@@ -51,55 +47,10 @@ from .pg_search import PgSearch
 from .provenance import Recorded
 from .encoding import describe_embedder
 from .pg_writes import PgWrites
+from .traces import PgTraces
 from .tables import TABLES, Source
 
 __all__ = ["Database", "PgStore", "PgTraces"]
-
-
-# -- traces ------------------------------------------------------------------------------------
-
-_TRACE_NAMES = [c for c in TRACE_COLUMNS if c != "id"]
-
-
-class PgTraces:
-    """A tenant's turn traces, in its schema's ``traces`` table (a :class:`~cleo_rules.trace.TraceSink`)."""
-
-    def __init__(self, store: "PgStore"):
-        self.store = store
-
-    @property
-    def where(self) -> str:
-        return str(self.store.location)
-
-    def write(self, row: dict) -> int:
-        unknown = set(row) - set(_TRACE_NAMES)
-        if unknown:
-            raise ValueError(f"unknown trace column(s) {', '.join(sorted(unknown))}")
-        names = list(row)  # checked against the known columns above
-        sql = self.store._sql(f"INSERT INTO {{s}}.traces ({', '.join(names)}) "
-                              f"VALUES ({', '.join(['%s'] * len(names))}) RETURNING id")
-        with self.store._connection() as conn:
-            (tid,) = conn.execute(sql, [row[n] for n in names]).fetchone() or (None,)
-        assert tid is not None
-        return int(tid)
-
-    def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
-        where, params = [], []
-        if since:
-            where.append("time >= %s")
-            params.append(since)
-        if searched_only:
-            where.append("query IS NOT NULL")
-        sql = self.store._sql("SELECT * FROM {s}.traces" + (" WHERE " + " AND ".join(where) if where else "")
-                              + " ORDER BY id")
-        with self.store._connection() as conn:
-            cursor = conn.execute(sql, params)
-            names = [c.name for c in cursor.description or ()]
-            rows = cursor.fetchall()
-        for values in rows:
-            row = dict(zip(names, values))
-            row["results"] = json.loads(row["results"]) if row.get("results") else []
-            yield row
 
 
 # -- the store ---------------------------------------------------------------------------------

@@ -40,7 +40,6 @@ import sqlite_utils
 
 from ..errors import IngestError, StoreError
 from ..jsonl import without_lone_surrogates
-from ..trace import SqliteTraces
 from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
 from .index_set import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
@@ -53,6 +52,7 @@ from .sqlite_schema import (
     open_database, sqlite_errors, sqlite_guarded, store_error, upsert_parent_sql, write_transaction,
 )
 from .tables import TABLES, Source, now, source_of_item
+from .traces import SqliteTraces
 from .search import join, names, nearest
 
 __all__ = ["MemoryStore", "Result", "SearchResponse", "Item", "IngestReport", "StoreWarning", "validate_record"]
