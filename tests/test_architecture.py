@@ -237,3 +237,9 @@ def test_the_upward_import_finder_finds_one():
         assert "cleo_rules.retrieval.sqlite_schema" in reach(["cleo_rules.trace"])
     finally:
         GRAPH["cleo_rules.trace"].discard("cleo_rules.retrieval.sqlite_schema")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.retrieval")))
+def test_no_retrieval_function_over_100_lines(module):
+    """The store is many small steps: no function of retrieval/ grows past this (most are well under 50)."""
+    assert [(name, n) for name, n in _functions(MODULES[module]) if n > 100] == []

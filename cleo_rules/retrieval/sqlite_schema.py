@@ -21,10 +21,8 @@ import os
 import sqlite3
 import stat
 import uuid
-from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar, cast
 
 import sqlite_utils
 
@@ -222,20 +220,6 @@ def sqlite_errors(where):
         yield
     except sqlite3.Error as exc:
         raise store_error(exc, where) from exc
-
-
-_F = TypeVar("_F", bound=Callable)
-
-
-def sqlite_guarded(method: _F) -> _F:
-    """A method of an object with a ``path`` whose SQLite errors become :class:`StoreError` (see :func:`store_error`)."""
-
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        with sqlite_errors(self.path):
-            return method(self, *args, **kwargs)
-
-    return cast(_F, guarded)
 
 
 @contextmanager
