@@ -73,3 +73,31 @@ def test_documented_imports_work_without_a_warning(module, name):
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         assert getattr(importlib.import_module(module), name) is not None
+
+
+def _documented_names():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = set()
+    for doc in [root / "README.md", root / "SECURITY.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        found |= set(re.findall(r"\bcleo_rules\.(?:retrieval|trace|tenant_names)(?:\.[A-Za-z_]\w*)*", text))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("dotted", _documented_names())
+def test_every_store_name_the_documents_give_resolves_without_a_warning(dotted):
+    parts = dotted.split(".")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for cut in range(len(parts), 0, -1):
+            try:
+                value = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            for name in parts[cut:]:
+                value = getattr(value, name)
+            return
+    pytest.fail(f"{dotted} names no module")
