@@ -20,6 +20,7 @@ traces has none); :class:`PgTraces` a PostgreSQL tenant's, in its schema
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +58,11 @@ POSTGRES = Dialect(table=f"{{s}}.{TABLE}", param="%s", returning=True)
 
 def insert_sql(dialect: Dialect, names: Sequence[str]) -> str:
     """The statement that inserts one row with columns ``names``; ``ValueError`` for a column no trace has."""
+    return _insert_sql(dialect, tuple(names))
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(dialect: Dialect, names: tuple[str, ...]) -> str:  # a tracer writes the same columns every turn
     unknown = set(names) - set(WRITABLE)
     if unknown:
         raise ValueError(f"unknown trace column(s) {', '.join(sorted(unknown))}")
