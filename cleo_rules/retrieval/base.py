@@ -13,20 +13,21 @@ backend's hits into responses. It gives every member of the
 
 A backend provides (each documented at its stub below):
 
-====================================  ==================================================================
-``path``, ``traces``                  where the store is (for messages), its :class:`~cleo_rules.trace.TraceSink`
-``backend_errors``, ``_store_error``  its driver's errors, and each as a :class:`~cleo_rules.errors.StoreError`
-``_stored_model``                     the model and vector length the stored vectors were made with
-``_embedding_check``                  what the store records of the embedder that made them, read now
-``_sample_piece``                     one stored piece's text and vector (for a store that recorded no probe)
-``_existing_hashes``                  the stored content hash of the items about to be written
-``_commit``                           write the changed items and their vectors, in one transaction
-``_delete``                           remove one conversation or document
-``_search_query``, ``_search_vectors``  the nearest pieces, with their titles, dates and texts
-``_fetch_items``                      pieces by item id, with their titles and dates
-``ingest_jsonl``, ``rebuild``,        the rest of :class:`~cleo_rules.retrieval.memory.Memory`
-``stats``, ``close``
-====================================  ==================================================================
+* ``path`` and ``traces``: where the store is (for messages), and its
+  :class:`~cleo_rules.trace.TraceSink`;
+* ``backend_errors`` and ``_store_error``: its driver's errors, and each as
+  the :class:`~cleo_rules.errors.StoreError` that says what to do;
+* ``_stored_model``, ``_embedding_check`` and ``_sample_piece``: the model
+  and vector length of the stored vectors, what the store records of the
+  embedder that made them, and one stored piece (for a store that recorded
+  no probe vector);
+* ``_existing_hashes``, ``_commit`` (and, if a commit leaves work,
+  ``_apply``; ``_after_write`` if anything follows a write) and
+  ``_delete``: the writes;
+* ``_search_query``, ``_search_vectors`` and ``_fetch_items``: the nearest
+  pieces, and pieces by item id, with their titles, dates and texts;
+* ``ingest_jsonl``, ``rebuild``, ``stats`` (over :meth:`MemoryBase._stats`)
+  and ``close``: the rest of the protocol, which differ too much to share.
 """
 
 from __future__ import annotations
@@ -221,11 +222,6 @@ class MemoryBase:
     def _load_model(self) -> float:
         """Load the embedding model if it is not loaded yet; return the seconds spent."""
         return load_model(self.embedder)
-
-    def _open_embedding(self) -> None:
-        """At open: read what made the stored vectors, and say (a notice) when another backend did."""
-        self._embedding = self._embedding_check()
-        self._embedding.at_open(self.embedder)
 
     def _refresh_embedding(self) -> None:
         """Read again what made the stored vectors (a write or a re-embed recorded it)."""
