@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
-from .settings import valid_tenant
+from ..tenant_names import TENANT_SYNTAX, valid_tenant
 
 __all__ = ["Key", "KeyRing", "hash_key", "new_key"]
 
@@ -104,7 +104,7 @@ class KeyRing:
             bad = [t for t in names if t != ALL and not valid_tenant(t)]
             if bad or (ALL in names and len(names) > 1):
                 what = repr(bad[0]) if bad else "'*' mixed with names"
-                raise UsageError(f"{where}: {what} is not a tenant list; tenants are [a-z0-9][a-z0-9_-]{{0,62}} "
+                raise UsageError(f"{where}: {what} is not a tenant list; tenants are {TENANT_SYNTAX} "
                                  f"separated by commas, or * for every tenant")
             if digest in seen:
                 raise UsageError(f"{where}: the same key is already listed on line {seen[digest]}")
@@ -127,7 +127,7 @@ class KeyRing:
         """Make a new key for ``tenants`` (``a,b`` or ``*``), append its hash to ``path``; return the key."""
         names = [t.strip() for t in tenants.split(",") if t.strip()]
         if not names or (ALL in names and len(names) > 1) or any(t != ALL and not valid_tenant(t) for t in names):
-            raise UsageError(f"--new-key takes tenant names separated by commas ([a-z0-9][a-z0-9_-]{{0,62}}), "
+            raise UsageError(f"--new-key takes tenant names separated by commas ({TENANT_SYNTAX}), "
                              f"or * for every tenant; got {tenants!r}")
         path = Path(path)
         head = ""

@@ -15,6 +15,7 @@ import functools
 from importlib import metadata
 
 from ..kinds import DecisionKind, Source
+from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
 
 __all__ = ["document", "request_schemas"]
@@ -313,7 +314,7 @@ def document(settings, *, keys: bool) -> dict:
         version = "0"
     op = functools.partial(_operation, keys)
     tenant = {"name": "tenant", "in": "path", "required": True,
-              "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"}}
+              "schema": {"type": "string", "pattern": f"^{TENANT_SYNTAX}$"}}
 
     paths = {
         "/v1/classify": {"post": op("Classify one message", body=_ref("ClassifyRequest"), ok="Decision",

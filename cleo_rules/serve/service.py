@@ -32,7 +32,8 @@ from .keys import KeyRing
 from .metrics import Metrics
 from .problems import ServiceError
 from .responses import JSON_TYPES
-from .settings import ServeSettings, valid_tenant
+from ..tenant_names import not_a_tenant, valid_tenant
+from .settings import ServeSettings
 from .tenants import Overloaded, RequestTimeout, Tenants, bounded
 
 if TYPE_CHECKING:
@@ -53,8 +54,7 @@ TRANSIENT_STORE_ERRORS = {
 
 
 def _bad_tenant(name: str) -> ServiceError:
-    return ServiceError("invalid-request", f"{name[:80]!r} is not a tenant name: [a-z0-9][a-z0-9_-]{{0,62}}",
-                        field="tenant")
+    return ServiceError("invalid-request", not_a_tenant(name), field="tenant")
 
 
 def _unavailable(exc: StoreError, tenant: str) -> ServiceError:

@@ -14,25 +14,14 @@ Nothing here imports Starlette, uvicorn or the memory store.
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..extras import is_postgres_url
+from ..tenant_names import TENANT_PATTERN, valid_tenant
 from .hosts import parse_allowed_hosts
 
 __all__ = ["DEFAULTS", "ServeSettings", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
-
-#: A tenant's name: lower-case letters, digits, ``_`` and ``-``, 1 to 63
-#: characters, starting with a letter or digit. It is also the name of the
-#: tenant's directory under the memory root, so no name can leave it.
-TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-
-
-def valid_tenant(name) -> bool:
-    """Whether ``name`` is a well-formed tenant name."""
-    return isinstance(name, str) and TENANT_PATTERN.fullmatch(name) is not None
-
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the service on this machine only."""

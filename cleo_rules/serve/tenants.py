@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .settings import valid_tenant
+from ..tenant_names import valid_tenant
 
 if TYPE_CHECKING:
     from ..retrieval.memory import Memory
