@@ -25,7 +25,9 @@ The modules, each with one job:
 ``service``    what one app holds (settings, keys, pack, stores) and the checks its endpoints share
 ``endpoints``  the endpoints, one module per area, and the route table
 ``playground`` the playground's page and files
+``receive``    receiving request bodies: a deadline each, one budget of bytes for all
 ``app``        the app: routes, the middleware around them, problems for errors
+``server``     uvicorn, as the service runs it: the headers' deadline, SIGTERM's drain, SIGHUP
 
 Needs the ``serve`` extra (``pip install 'cleo-rules[serve]'``); the
 memory store's dependencies only with ``--memory``. Importing this package
@@ -33,8 +35,6 @@ imports neither Starlette nor an embedding runtime.
 """
 
 from __future__ import annotations
-
-import math
 
 from .settings import DEFAULTS, ServeSettings, Settings, is_loopback
 
@@ -53,32 +53,19 @@ def run(settings: ServeSettings, *, on_listening=None) -> None:
 
     Refuses (:class:`~cleo_rules.errors.UsageError`) to bind anything but
     loopback without a key file. On SIGTERM the listening socket closes,
-    requests in flight finish (up to ``drain_timeout`` seconds), the pack
-    watcher stops and every store is closed with its indexes saved.
-    ``on_listening(host, port)`` is called once the socket listens (with
-    port 0, the port the system chose).
+    requests in flight finish (until ``drain_timeout`` seconds after the
+    signal; an ingest still running at half of it stops after its batch and
+    says which lines are stored), the pack watcher stops and every store is
+    closed with its indexes saved, within what is left of the drain. SIGHUP
+    reads the key file again. ``on_listening(host, port)`` is called once
+    the socket listens (with port 0, the port the system chose). See
+    :mod:`cleo_rules.serve.server` for what is set of uvicorn.
     """
     from ..errors import UsageError
 
     if settings.keys is None and not is_loopback(settings.host):
         raise UsageError(f"without --keys the service only binds loopback (127.0.0.1, ::1, localhost), not "
                          f"{settings.host}; give --keys FILE to let other machines in")
-    import uvicorn
+    from .server import serve
 
-    app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None,
-                            access_log=settings.access_log, lifespan="on",
-                            timeout_graceful_shutdown=math.ceil(settings.drain_timeout))
-    server_class = uvicorn.Server
-    if on_listening is not None:
-        class Server(uvicorn.Server):
-            async def startup(self, sockets=None):
-                await super().startup(sockets)
-                if self.started:
-                    for listening in self.servers:
-                        for sock in listening.sockets:
-                            on_listening(*sock.getsockname()[:2])
-                            return
-
-        server_class = Server
-    server_class(config).run()
+    serve(create_app(settings), settings, on_listening=on_listening)

@@ -10,7 +10,10 @@ A :class:`~cleo_rules.serve.problems.ServiceError` raised anywhere is
 answered as its problem (a body the service refuses is one,
 :class:`~cleo_rules.serve.body.BadRequest`); any other exception is a fault
 of the service, a 500 problem carrying the request id, logged with its
-traceback, never sent.
+traceback, never sent. A request the server gives up at the end of the drain
+after SIGTERM is answered a 503 ``stopping`` problem. An answer given before
+the request's body was read whole closes the connection, so the rest of that
+body is never read.
 """
 
 from __future__ import annotations
@@ -75,15 +78,25 @@ def _server_timing(total: float, stages) -> bytes:
     return ", ".join(parts).encode("ascii")
 
 
+def _has_body(scope) -> bool:
+    """Whether the request's headers announce a body (a Content-Length other than 0, or chunks)."""
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"0", b"")):
+            return True
+    return False
+
+
 class Frame:
     """Pure ASGI middleware around every HTTP request.
 
     Gives the request an id (the client's ``X-Request-ID`` when it is a
     plain token, else a new one), adds ``X-Request-ID`` and
     ``Server-Timing`` (``app``: milliseconds from receiving the request to
-    starting the response, then each stage) to the response, counts the
-    request in the metrics, and answers any unexpected exception with a 500
-    problem carrying the id, logged with its traceback, never sent.
+    starting the response, then each stage) to the response, and
+    ``Connection: close`` when the request's body was not read whole, counts
+    the request in the metrics, and answers any unexpected exception with a
+    500 problem carrying the id, logged with its traceback, never sent (a
+    request given up at the end of the drain: a 503 ``stopping`` problem).
     """
 
     def __init__(self, app, service: Service):
@@ -108,6 +121,13 @@ class Frame:
         metrics = self.service.metrics
         metrics.in_flight.inc()
         answered = {"status": 500, "seconds": None}
+        body = {"read": not _has_body(scope)}
+
+        async def receive_framed():
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body["read"] = True
+            return message
 
         async def send_framed(message):
             if message["type"] == "http.response.start":
@@ -116,11 +136,21 @@ class Frame:
                 headers = list(message.get("headers", ()))
                 headers.append((b"x-request-id", request_id.encode("ascii")))
                 headers.append((b"server-timing", _server_timing(seconds, scope.get("cleo.timings", ()))))
+                if not body["read"]:  # the rest of the body is not wanted: end the connection after the answer
+                    headers.append((b"connection", b"close"))
                 message = {**message, "headers": headers}
             await send(message)
 
         try:
-            await self.app(scope, receive, send_framed)
+            await self.app(scope, receive_framed, send_framed)
+        except asyncio.CancelledError:  # the server gives the request up: the drain after SIGTERM is over
+            log.warning("request %s: %s %s given up at the end of the drain", request_id, scope.get("method"),
+                        scope.get("path"))
+            if answered["seconds"] is None:
+                error = ServiceError("stopping", "the service is stopping and gave this request up at the end of "
+                                                 "its drain time; retry it", headers={"Retry-After": "1"})
+                with contextlib.suppress(Exception):
+                    await _problem_response(scope, error)(scope, receive, send_framed)
         except ClientDisconnect:
             log.info("request %s: the client went away before sending the whole body", request_id)
             answered["status"] = 499  # as nginx counts it: nobody was left to answer

@@ -192,6 +192,18 @@ def _pack_schemas() -> dict:
                                 "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
             },
         },
+        "PublicPackStatus": {
+            "type": "object",
+            "description": "The pack's status as /readyz shows it: without path, corpus and last_error (where the "
+                           "server keeps things) unless the service has no keys or the request a key for every "
+                           "tenant, which see the whole PackStatus.",
+            "required": ["pack", "version", "hash", "reloads", "rejections", "watching"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "require": nullable_str, "reloads": {"type": "integer"}, "rejections": {"type": "integer"},
+                "watching": {"type": "boolean"}, "gate": {"type": "string"},
+            },
+        },
         "PackProblem": {
             "type": "object",
             "required": ["code", "severity", "file", "line", "col", "message", "help"],
@@ -244,7 +256,7 @@ def _service_schemas() -> dict:
                                                     "properties": {"reloaded": {"type": "boolean"}}}]},
         "Ready": {
             "type": "object", "required": ["ready", "pack", "memory", "model"],
-            "properties": {"ready": {"const": True}, "pack": _ref("PackStatus"), "memory": {"type": "boolean"},
+            "properties": {"ready": {"const": True}, "pack": _ref("PublicPackStatus"), "memory": {"type": "boolean"},
                            "model": {"enum": ["not used", "warm"]},
                            "embedding": {"type": ["object", "null"], "description": (
                                "The embedding model with memory (null without): backend (onnx or torch), "
@@ -262,6 +274,11 @@ def _service_schemas() -> dict:
                 "title": {"type": "string"}, "status": {"type": "integer"}, "detail": {"type": "string"},
                 "instance": {"type": "string"}, "request_id": {"type": "string"}, "field": {"type": "string"},
                 "code": {"type": "string", "description": "The error code (docs/errors.md), where one applies."},
+                "stored_lines": {"type": "integer", "minimum": 0, "description": (
+                    "An ingest that stopped part way: lines 1 to stored_lines of the body are stored.")},
+                "first_unstored_line": {"type": "integer", "minimum": 1, "description": (
+                    "An ingest that stopped part way: send the body again from this line on.")},
+                "report": {**_ref("IngestReport"), "description": "What an ingest stopped by SIGTERM did."},
             },
         },
     }
@@ -275,9 +292,12 @@ def _problems(*statuses: int) -> dict:
         403: "The key does not cover this tenant; or the Host is not one the service answers to, or a change "
              "came from another origin (`type` says which).",
         404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
-        409: "The regression was not written (`yaml` holds it).",
+        408: "The body did not arrive within --read-timeout seconds; the connection is closed.",
+        409: "The regression was not written (`yaml` holds it); or the tenant's PostgreSQL schema is not known to "
+             "be its own (E308: an operator resolves it with `cleo-rules memory tenants`); `type` says which.",
         422: "The pack on disk was rejected.",
-        503: "Not ready, queue full, or over the time limit (`Retry-After`).",
+        503: "Not ready, queue full, too many bodies being received, over the time limit, or stopping "
+             "(`Retry-After`); an ingest that stopped part way says which lines are stored (`stored_lines`).",
     }
     return {str(s): {"description": described[s],
                      "content": {"application/problem+json": {"schema": _ref("Problem")}}} for s in statuses}
@@ -318,27 +338,29 @@ def document(settings, *, keys: bool) -> dict:
 
     paths = {
         "/v1/classify": {"post": op("Classify one message", body=_ref("ClassifyRequest"), ok="Decision",
-                                    statuses=[400, 413, 415, 503])},
+                                    statuses=[400, 408, 413, 415, 503])},
         "/v1/classify/batch": {"post": op("Classify many messages, answered in order", body=_ref("BatchRequest"),
-                                          ok="BatchResponse", statuses=[400, 413, 415, 503])},
+                                          ok="BatchResponse", statuses=[400, 408, 413, 415, 503])},
         "/v1/tenants/{tenant}/turns": {"post": op(
             "One turn end to end: classify, search the tenant's memory, build the context, trace it",
-            body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant], statuses=[400, 404, 413, 415, 503])},
+            body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant],
+            statuses=[400, 404, 408, 409, 413, 415, 503])},
         "/v1/tenants/{tenant}/memory": {
             "post": op("Ingest JSON Lines (the `memory ingest` format); creates the tenant's store",
                        body={"type": "string", "description": "One conversation or document per line."},
                        body_type="application/x-ndjson", ok="IngestReport", params=[tenant],
                        query=[{"name": "strict", "in": "query", "schema": {"type": "boolean"},
                                "description": "Reject the whole body if any line is malformed."}],
-                       statuses=[400, 404, 413, 415, 503]),
-            "get": op("What the tenant's store holds", ok="MemoryStats", params=[tenant], statuses=[400, 404, 503]),
+                       statuses=[400, 404, 408, 409, 413, 415, 503]),
+            "get": op("What the tenant's store holds", ok="MemoryStats", params=[tenant],
+                      statuses=[400, 404, 409, 503]),
         },
         "/v1/tenants/{tenant}/memory/{source}/{id}": {"delete": op(
             "Delete a conversation or a document", ok="Deleted",
             params=[tenant, {"name": "source", "in": "path", "required": True,
                              "schema": {"enum": list(Source)}},
                     {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            statuses=[400, 404, 503])},
+            statuses=[400, 404, 409, 503])},
         "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
         "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
                                        + (" (a key for every tenant, *)" if keys else ""),
@@ -353,10 +375,11 @@ def document(settings, *, keys: bool) -> dict:
         "/v1/pack/regressions": {"post": op(
             "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
             "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
-            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 409, 413, 415, 503])},
+            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 408, 409, 413, 415, 503])},
         "/v1/tenants/{tenant}/recall": {"post": op(
             "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
-            body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant], statuses=[400, 404, 413, 415, 503])},
+            body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant],
+            statuses=[400, 404, 408, 409, 413, 415, 503])},
         "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
                       "responses": {"200": {"description": "The page",
                                             "content": {"text/html": {"schema": {"type": "string"}}}}}}},
@@ -365,7 +388,8 @@ def document(settings, *, keys: bool) -> dict:
                                                        "schema": {"enum": ["playground.css", "playground.js"]}}],
                                        "responses": {"200": {"description": "The file"}, **_problems(404)}}},
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
-        "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm", ok="Ready",
+        "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm (the server's paths "
+                              "only without keys or to a key for every tenant)", ok="Ready",
                               statuses=[503], secured=False)},
         "/metrics": {"get": {"summary": "Prometheus metrics", "security": [],
                              "responses": {"200": {"description": "Prometheus text format",

@@ -14,7 +14,16 @@ The event loop only moves bytes: parsing, checking and classifying a body run on
 worker threads (:meth:`Service.off_loop`), as do a reload and the work on a tenant's
 store (its own thread, :meth:`Service.on_tenant`), so ``/healthz`` and SIGTERM are
 answered while requests work. A store whose database cannot be used just now
-(busy, or a PostgreSQL server that cannot be reached) is a 503 with ``Retry-After``.
+(busy, or a PostgreSQL server that cannot be reached) is a 503 with ``Retry-After``;
+an ingest that failed so part way says which lines of its body are stored. A
+PostgreSQL schema that cannot be told to be the tenant's own (E308) is a 409.
+
+Request bodies are received within a deadline and one budget of bytes for
+all requests (:mod:`cleo_rules.serve.receive`). The key file is read again
+when it changes and on SIGHUP (:meth:`Service.reload_keys`). On SIGTERM,
+:meth:`Service.drain` starts the drain clock: ingests stop taking lines at
+half of ``drain_timeout`` and :meth:`Service.stop` gives up on stores still
+busy at its end, so the process exits within it.
 """
 
 from __future__ import annotations
@@ -22,16 +31,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
 from ..errors import CleoError, PackError, StoreError
-from .keys import KeyRing
+from .keys import KeyFile, KeyRing
 from .metrics import Metrics
 from .problems import ServiceError
-from .responses import JSON_TYPES
+from .receive import BodyBudget, receive_body
 from ..tenant_names import not_a_tenant, valid_tenant
 from .settings import ServeSettings
 from .tenants import Overloaded, RequestTimeout, Tenants, bounded
@@ -57,11 +67,34 @@ def _bad_tenant(name: str) -> ServiceError:
     return ServiceError("invalid-request", not_a_tenant(name), field="tenant")
 
 
+def stored_lines(stored: int) -> tuple[str, dict]:
+    """What a problem about an ingest that stopped part way says of the body: a sentence for its detail, and
+    its members ``stored_lines`` and ``first_unstored_line``."""
+    done = f"lines 1-{stored} of the body are stored" if stored else "nothing from the body is stored"
+    return (f"{done}; send the lines from line {stored + 1} on again (ingesting lines again is idempotent)",
+            {"stored_lines": stored, "first_unstored_line": stored + 1})
+
+
 def _unavailable(exc: StoreError, tenant: str) -> ServiceError:
-    """A store error that passes as a 503 (the full error goes to the log, never to the client)."""
+    """A store error that passes as a 503 (the full error goes to the log, never to the client); an ingest's
+    says how far it got."""
     log.warning("memory store of tenant %s unavailable: %s", tenant, exc)
-    return ServiceError("not-ready", f"{TRANSIENT_STORE_ERRORS[exc.code]}; retry later", code=exc.code,
-                        headers={"Retry-After": RETRY_AFTER})
+    detail, extra = f"{TRANSIENT_STORE_ERRORS[exc.code]}; retry later", {}
+    if exc.stored_lines is not None:
+        sentence, extra = stored_lines(exc.stored_lines)
+        detail += f"; {sentence}"
+    return ServiceError("not-ready", detail, code=exc.code, headers={"Retry-After": RETRY_AFTER}, **extra)
+
+
+def _not_its_own(exc: StoreError, tenant: str) -> ServiceError:
+    """E308: the schema that would hold the tenant's memory is not known to be its own (409; whose it is, and
+    any other tenant's name, go to the log only)."""
+    log.error("memory store of tenant %s refused (%s): %s", tenant, exc.code, exc)
+    return ServiceError("tenant-schema-conflict", f"the PostgreSQL schema that would hold tenant {tenant!r}'s memory "
+                                                  f"records another tenant or cannot tell whose it is; nothing was "
+                                                  f"read or written. An operator must resolve it with `cleo-rules "
+                                                  f"memory tenants --db URL` (--adopt SCHEMA --tenant NAME)",
+                        code=exc.code)
 
 
 class Service:
@@ -69,8 +102,13 @@ class Service:
 
     def __init__(self, settings: ServeSettings):
         self.settings = settings
-        self.keys = KeyRing.load(settings.keys) if settings.keys is not None else None
+        self.key_file = KeyFile(settings.keys) if settings.keys is not None else None
         self.metrics = Metrics(self._live)
+        self.bodies = BodyBudget(settings.max_body_bytes_in_flight)
+        self.metrics.body_bytes.set_function(lambda: self.bodies.in_use)
+        self.drain_deadline: float | None = None  # set on SIGTERM: when the process is to be gone
+        self.ingests_stop_at: float | None = None  # ... and when ingests stop taking lines
+        self.abandoned = False  # stores still busy at the drain deadline were left to the exit
         self.manager: PackManager | None = None  # once the first pack is accepted
         self.pack_error: CleoError | None = None
         self.startup_rejections = 0
@@ -78,6 +116,8 @@ class Service:
         self.model_error: Exception | None = None
         self.tenants: Tenants | None = None
         self._stopping = threading.Event()
+        self._keys_wake = threading.Event()  # SIGHUP, or stop()
+        self._keys_forced = False
         self._threads: list[threading.Thread] = []
         if settings.memory is not None:
             from ..retrieval.embed import Embedder  # numpy only; the runtime waits for the first encode
@@ -88,6 +128,11 @@ class Service:
                                    queue=settings.queue)
 
     # -- life ------------------------------------------------------------------
+
+    @property
+    def keys(self) -> KeyRing | None:
+        """The keys in use (None: a service without keys lets every request in)."""
+        return self.key_file.ring if self.key_file is not None else None
 
     @property
     def ready(self) -> bool:
@@ -103,6 +148,8 @@ class Service:
             self.settings.memory.mkdir(parents=True, exist_ok=True)
         if self.settings.memory is not None:  # a directory or a postgresql:// URL
             jobs.append(("cleo-serve-model", self._warm_model))
+        if self.key_file is not None:
+            jobs.append(("cleo-serve-keys", self._watch_keys))
         for name, target in jobs:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -161,14 +208,59 @@ class Service:
                  d.get("backend", "custom"), d.get("runtime") or "runtime unknown", threads or "?",
                  "" if threads == 1 else "s")
 
+    def _watch_keys(self) -> None:
+        """Read the key file again when it changes (every ``watch_interval`` s; 0: on SIGHUP only) or on SIGHUP."""
+        assert self.key_file is not None
+        interval = self.settings.watch_interval or None
+        while not self._stopping.is_set():
+            self._keys_wake.wait(interval)
+            self._keys_wake.clear()
+            if self._stopping.is_set():
+                return
+            forced, self._keys_forced = self._keys_forced, False
+            self.key_file.refresh(force=forced)
+
+    def reload_keys(self) -> None:
+        """Read the key file again now (SIGHUP); safe to call from a signal handler."""
+        if self.key_file is None:  # nothing to read; and no logging from a signal handler
+            return
+        self._keys_forced = True
+        self._keys_wake.set()
+
+    def drain(self) -> None:
+        """SIGTERM: start the drain clock (the first call only). Safe to call from a signal handler."""
+        if self.drain_deadline is None:
+            now = time.monotonic()
+            self.ingests_stop_at = now + self.settings.drain_timeout / 2
+            self.drain_deadline = now + self.settings.drain_timeout
+
+    def ingests_stopping(self) -> bool:
+        """Whether an ingest should stop taking lines: half of the drain time has passed."""
+        return self.ingests_stop_at is not None and time.monotonic() >= self.ingests_stop_at
+
     def stop(self) -> None:
-        """Stop watching and close every store cleanly (indexes saved). Blocking."""
+        """Stop watching and close every store cleanly (indexes saved). Blocking; after SIGTERM, until the
+        drain deadline at most: stores still busy then are left to the exit (their committed batches are kept,
+        an index not saved is caught up from the database on the next open)."""
         self._stopping.set()
+        self._keys_wake.set()
         if self.manager is not None:
             self.manager.stop()
-        if self.tenants is not None:
-            closed = self.tenants.close_all()
-            log.info("closed %d memory store%s", closed, "" if closed == 1 else "s")
+        tenants = self.tenants
+        if tenants is None:
+            return
+        counted: list[int] = []
+        closer = threading.Thread(target=lambda: counted.append(tenants.close_all()), name="cleo-serve-close",
+                                  daemon=True)
+        closer.start()
+        closer.join(None if self.drain_deadline is None else max(self.drain_deadline - time.monotonic(), 0.5))
+        if closer.is_alive():
+            self.abandoned = True
+            log.error("memory stores still busy at the drain deadline (%g s after SIGTERM): exiting without them; "
+                      "every committed batch is kept", self.settings.drain_timeout)
+            return
+        closed = counted[0] if counted else 0
+        log.info("closed %d memory store%s", closed, "" if closed == 1 else "s")
 
     # -- checks shared by the endpoints ------------------------------------------
 
@@ -201,14 +293,17 @@ class Service:
             raise ServiceError("not-ready", "the rule pack is loading", headers={"Retry-After": RETRY_AFTER})
         return self.manager
 
-    def require_ready(self) -> None:
+    def require_ready(self, *, detailed: bool = True) -> None:
+        """503 with ``Retry-After`` until the service is ready; the reason (a refused pack's or model's error only
+        when ``detailed``: it may name the server's files)."""
         if self.ready:
             return
+        hidden = "the service's log says why"
         if self.manager is None:
-            why = (f"the rule pack was rejected: {str(self.pack_error).splitlines()[0]}" if self.pack_error
-                   else "the rule pack is loading")
+            why = (("the rule pack was rejected: " + (str(self.pack_error).splitlines()[0] if detailed else hidden))
+                   if self.pack_error else "the rule pack is loading")
         elif self.model_error is not None:
-            why = f"the embedding model could not be loaded: {self.model_error}"
+            why = f"the embedding model could not be loaded: {self.model_error if detailed else hidden}"
         else:
             why = "the embedding model is warming up"
         raise ServiceError("not-ready", why, headers={"Retry-After": RETRY_AFTER})
@@ -220,20 +315,20 @@ class Service:
         return self.tenants
 
     async def read_body(self, request: Request, limit: int, types: tuple[str, ...]) -> bytes:
-        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if media not in types and not (types is JSON_TYPES and media.endswith("+json")):
-            got = f"Content-Type {media!r}" if media else "no Content-Type"
-            raise ServiceError("unsupported-media-type", f"expected {types[0]}, got {got}", accept=list(types))
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise ServiceError("payload-too-large", f"the body is {int(length)} bytes; the limit is {limit}")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise ServiceError("payload-too-large", f"the body is over the limit of {limit} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        """The request's body (see :func:`~cleo_rules.serve.receive.receive_body`): 415, 413, 408, or 503 when
+        the bodies being read would go over ``max_body_bytes_in_flight``."""
+        return await receive_body(request, limit, types, budget=self.bodies, timeout=self.settings.read_timeout,
+                                  metrics=self.metrics)
+
+    def shows_paths(self, request: Request) -> bool:
+        """Whether the request may see where the server keeps things: without keys, or with a key for every
+        tenant (a missing or unknown key is no error here)."""
+        keys = self.keys
+        if keys is None:
+            return True
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        key = keys.lookup(token.strip()) if scheme.lower() == "bearer" else None
+        return key is not None and key.all_tenants
 
     async def off_loop(self, work):
         """``work()`` on a worker thread, the loop free meanwhile; 503 after ``request_timeout`` s (work runs on)."""
@@ -254,6 +349,8 @@ class Service:
         except StoreError as exc:
             if exc.code in TRANSIENT_STORE_ERRORS:
                 raise _unavailable(exc, tenant) from exc
+            if exc.code == "E308":
+                raise _not_its_own(exc, tenant) from exc
             raise
 
     async def on_tenant(self, request: Request, tenant: str, work, *, timeout: float):
@@ -273,4 +370,6 @@ class Service:
         except StoreError as exc:
             if exc.code in TRANSIENT_STORE_ERRORS:
                 raise _unavailable(exc, tenant) from exc
+            if exc.code == "E308":
+                raise _not_its_own(exc, tenant) from exc
             raise

@@ -9,26 +9,38 @@
 
 The body is judged on a worker thread before the store is looked up; the
 work on the store runs on the tenant's own thread (:func:`.common.on_store`).
+
+An ingest hands the store its body's lines one by one (:class:`LineFeed`)
+and stops handing them once the service has been draining for half of its
+``drain_timeout``: the store writes what it was given and the client gets a
+503 ``stopping`` problem saying which lines are stored. An ingest that fails
+on its database part way says the same in its problem (503 when the
+database is busy or out of reach, else 500).
 """
 
 from __future__ import annotations
 
+import io
+import logging
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...errors import IngestError
+from ...errors import IngestError, StoreError
 from ...kinds import Source
 from ..body import parse_json, read_turn
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
+from ..service import RETRY_AFTER, stored_lines
 from .common import JSONL_TYPES, add_timings, admit, decision_record, flag, on_store
 
 if TYPE_CHECKING:
     from ..service import Service
 
-__all__ = ["delete_item", "ingest", "memory_stats", "recall", "turns"]
+__all__ = ["LineFeed", "delete_item", "ingest", "memory_stats", "recall", "turns"]
+
+log = logging.getLogger("cleo_rules.serve")
 
 TURN_STAGES = ("classify", "embed", "search", "metadata", "context", "trace")
 INGEST_STAGES = ("parse", "embed", "sql", "index", "save")
@@ -79,22 +91,54 @@ async def recall(request: Request) -> Response:
                           "raw": [r.to_dict() for r in raw]})
 
 
+class LineFeed:
+    """The lines of an ingest body, handed out until ``stop()`` says to stop; ``stopped`` once it did with
+    lines left (a blank rest is no line)."""
+
+    def __init__(self, raw: bytes, stop):
+        self.raw = raw
+        self.stop = stop
+        self.stopped = False
+
+    def __iter__(self):
+        body = io.BytesIO(self.raw)
+        for line in body:
+            if self.stop():
+                self.stopped = bool(line.strip() or self.raw[body.tell():].strip())
+                return
+            yield line
+
+
 async def ingest(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service = admit(request, tenant)
     strict = flag(request, "strict")
     raw = await service.read_body(request, service.settings.max_ingest_bytes, JSONL_TYPES)
+    feed = LineFeed(raw, service.ingests_stopping)
     try:
-        report = await on_store(request, tenant, lambda store: store.ingest_jsonl(raw, strict=strict),
+        report = await on_store(request, tenant, lambda store: store.ingest_jsonl(feed, strict=strict),
                                 timeout=service.settings.ingest_timeout, create=True)
     except IngestError as exc:  # strict, and a line is malformed: nothing was ingested
         raise ServiceError("invalid-ingest", str(exc).splitlines()[0],
                            problems=[p.to_dict() for p in exc.problems]) from None
+    except StoreError as exc:  # a store error the service does not pass as a 503: still say how far it got
+        if exc.stored_lines is None:
+            raise
+        log.error("ingest into tenant %s failed: %s", tenant, exc)
+        sentence, extra = stored_lines(exc.stored_lines)
+        raise ServiceError("internal-error", f"the tenant's memory store failed during the ingest; it is logged as "
+                                             f"request {request.scope.get('cleo.request_id')}; {sentence}",
+                           code=exc.code, **extra) from None
     add_timings(request, report.timings, INGEST_STAGES)
     record = report.to_dict()
     record["source"] = "request body"
     for problem in record["problems"]:
         problem["file"] = "request body"
+    if feed.stopped:
+        sentence, extra = stored_lines(report.lines)
+        raise ServiceError("stopping", f"the service is stopping: the ingest stopped after line {report.lines}; "
+                                       f"{sentence} to a running service", headers={"Retry-After": RETRY_AFTER},
+                           report=record, **extra)
     return json_response(record)
 
 

@@ -2,6 +2,9 @@
 
 None needs a key: ``/healthz`` answers as soon as the process is up,
 ``/readyz`` says what the service still waits for (503 until it is ready).
+Where the server keeps things (the pack's and corpus's paths, errors naming
+its files) ``/readyz`` shows only without keys or to a key for every tenant
+(:data:`PRIVATE`).
 """
 
 from __future__ import annotations
@@ -14,27 +17,36 @@ from ..problems import PROBLEM_TYPES, ServiceError, type_uri
 from ..responses import json_response
 from .common import service_of
 
-__all__ = ["healthz", "metrics", "openapi_json", "problem_type", "readyz"]
+__all__ = ["PRIVATE", "healthz", "metrics", "openapi_json", "problem_type", "readyz"]
+
+#: the members of the pack's status that say where the server keeps things, or may (an error naming a file)
+PRIVATE = ("path", "corpus", "last_error")
 
 
 async def healthz(request: Request) -> Response:
     return json_response({"status": "ok"})
 
 
+def _pack_status(manager, shown: bool) -> dict:
+    status = manager.status()
+    return status if shown else {k: v for k, v in status.items() if k not in PRIVATE}
+
+
 async def readyz(request: Request) -> Response:
     service = service_of(request)
+    shown = service.shows_paths(request)
     memory = service.settings.memory is not None
     model = ("not used" if not memory else "warm" if service.model_warm
              else "failed" if service.model_error is not None else "loading")
     if not service.ready:
         try:
-            service.require_ready()
+            service.require_ready(detailed=shown)
         except ServiceError as exc:
-            exc.extra.update(pack=service.manager.status() if service.manager else None, model=model)
+            exc.extra.update(pack=_pack_status(service.manager, shown) if service.manager else None, model=model)
             raise
     embedding = service.embedder.describe() if memory else None
-    return json_response({"ready": True, "pack": service.packs.status(), "memory": memory, "model": model,
-                          "embedding": embedding})
+    return json_response({"ready": True, "pack": _pack_status(service.packs, shown), "memory": memory,
+                          "model": model, "embedding": embedding})
 
 
 async def metrics(request: Request) -> Response:
