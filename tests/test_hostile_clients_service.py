@@ -347,10 +347,10 @@ def test_item6_slow_loris_bodies_are_answered_408_at_the_read_timeout(strict):
 def test_item6_slow_headers_and_idle_connections_are_closed_at_the_read_timeout(strict):
     svc, stop, drips = strict, threading.Event(), []
     request = head(svc, "GET", "/healthz", User_Agent="slow-headers/1.0")
+    before = metric(scrape(svc), "cleo_request_read_timeouts_total")
     idle = [connect(svc) for _ in range(10)]
     slow = [connect(svc) for _ in range(20)]
     reused = connect(svc)  # a first request answered, then the next one's headers dripped
-    before = metric(scrape(svc), "cleo_request_read_timeouts_total")
     try:
         reused.sendall(request)
         first = read_answer(reused, 5)
@@ -424,11 +424,11 @@ def test_item6_large_bodies_with_the_last_byte_withheld_are_not_all_buffered(bud
         for n in range(12):
             sock = connect(svc)
             sock.sendall(head(svc, "POST", "/v1/classify", Content_Type="application/json", Content_Length=size))
-            early = read_answer(sock, 0.5)  # a body over the budget is refused before it is read
-            if early is not None:
-                refused.append(early)
+            if n >= 3:  # the budget is full: refused on its headers, before a byte of the body is read
+                refused.append(read_answer(sock, 10))
                 sock.close()
                 continue
+            assert read_answer(sock, 0.3) is None  # taken: the service waits for the body
             sock.sendall(payload[:-1])  # all but the last byte
             held.append(sock)
             deadline = time.monotonic() + 20
@@ -447,7 +447,7 @@ def test_item6_large_bodies_with_the_last_byte_withheld_are_not_all_buffered(bud
         for sock in held:
             sock.close()
     assert len(held) == 3 and len(refused) == 9  # 24 MiB: three bodies of 8 MiB, the nine others never read
-    for a in [*refused, late_chunk]:
+    for a in [*refused, late_chunk]:  # each a problem, with Retry-After, and the connection closed
         assert a is not None and a.status == 503 and a.closed and a.headers["retry-after"] == "1"
         assert a.json()["type"] == "/problems/server-busy"
     assert metric(text, "cleo_request_body_bytes_in_flight") == 3 * (size - 1)
