@@ -359,10 +359,10 @@ class Service:
         tenants = self.require_memory()
         try:
             return await tenants.run(tenant, work, timeout=timeout)
-        except Overloaded:
+        except Overloaded as exc:
             route = request.scope.get("route")
             self.metrics.shed.labels(route.path if route is not None else "unmatched").inc()
-            raise ServiceError("overloaded", f"tenant {tenant!r} already has {tenants.queue} requests waiting or "
+            raise ServiceError("overloaded", f"tenant {tenant!r} already has {exc.pending} requests waiting or "
                                              f"running", headers={"Retry-After": RETRY_AFTER}) from None
         except RequestTimeout:
             raise ServiceError("timeout", f"the request took longer than {timeout:g} s",

@@ -33,6 +33,7 @@ from ..body import parse_json, read_turn
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
 from ..service import RETRY_AFTER, stored_lines
+from ..tenants import Write
 from .common import JSONL_TYPES, add_timings, admit, decision_record, flag, on_store
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ async def ingest(request: Request) -> Response:
     raw = await service.read_body(request, service.settings.max_ingest_bytes, JSONL_TYPES)
     feed = LineFeed(raw, service.ingests_stopping)
     try:
-        report = await on_store(request, tenant, lambda store: store.ingest_jsonl(feed, strict=strict),
+        report = await on_store(request, tenant, Write(lambda store: store.ingest_jsonl(feed, strict=strict)),
                                 timeout=service.settings.ingest_timeout, create=True)
     except IngestError as exc:  # strict, and a line is malformed: nothing was ingested
         raise ServiceError("invalid-ingest", str(exc).splitlines()[0],
@@ -161,6 +162,6 @@ async def delete_item(request: Request) -> Response:
     def work(store):
         return store.delete_conversation(item_id) if source == "conversation" else store.delete_document(item_id)
 
-    if not await on_store(request, tenant, work):
+    if not await on_store(request, tenant, Write(work)):
         raise ServiceError("not-found", f"tenant {tenant!r} has no {source} {item_id!r}")
     return json_response({"source": source, "id": item_id, "deleted": True})
