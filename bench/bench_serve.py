@@ -25,9 +25,23 @@ concurrency its own cost is part of what is measured. The load average is
 printed at the start and the end; rerun when the machine is quiet if the
 figures look off.
 
+**Fair turns** (``--part fair``, or after the load with ``--part all``): one
+tenant's turns while another tenant ingests a large file (``--ingest-mb``,
+1.5 MB of the sample memory under new ids). This checkout and another one
+(``--baseline DIR``: the code before the embedding scheduler) each run as
+their own service in the same run; each takes its turn, rounds alternating
+which goes first. A turn is sent every ``--pace`` seconds, one at a time:
+first with nothing else running (idle), then while the other tenant's ingest
+runs, until it ends. For each checkout it prints the turns' p50/p95/max idle
+and during the ingest, the embed stage of those turns (``Server-Timing``),
+and the ingest's own time, with the target checked on this checkout:
+
+* during another tenant's ingest, a turn's p95 at most 3x its idle p95.
+
 Usage::
 
     .venv/bin/python bench/bench_serve.py [--classify-requests 3000] [--turn-requests 300] [--soak 60]
+    .venv/bin/python bench/bench_serve.py --part fair --baseline ../main-before [--ingest-mb 1.5] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -50,6 +64,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import threading  # noqa: E402
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
@@ -219,18 +235,38 @@ def row(label: str, s: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=("all", "load", "fair"), default="all",
+                        help="the load levels and soak, the fair turns during another tenant's ingest, or both")
     parser.add_argument("--classify-requests", type=int, default=3000, help="requests per level (default 3000)")
     parser.add_argument("--turn-requests", type=int, default=300, help="requests per level (default 300)")
     parser.add_argument("--soak", type=float, default=60.0, help="soak seconds at concurrency 16 (default 60)")
     parser.add_argument("--queue", type=int, default=16, help="the service's --queue (default: its default, 16)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="fair turns: another checkout to run beside this one (the code before the change)")
+    parser.add_argument("--ingest-mb", type=float, default=1.5, help="fair turns: the other tenant's ingest (MB)")
+    parser.add_argument("--idle-turns", type=int, default=150, help="fair turns: turns with nothing else running")
+    parser.add_argument("--pace", type=float, default=0.05, help="fair turns: seconds between one turn and the next")
+    parser.add_argument("--rounds", type=int, default=1, help="fair turns: rounds, alternating which checkout "
+                                                              "goes first (default 1)")
     args = parser.parse_args(argv)
 
-    from cleo_rules import load_pack
-
-    pack = load_pack()
     pairs = workload()
     print(f"bench_serve: {len(pairs)} distinct (message, history) pairs from the evaluation dialogues; "
           f"load average at start {load()} on {os.cpu_count()} cores")
+    ok = True
+    if args.part in ("all", "load"):
+        ok = load_part(args, pairs) and ok
+    if args.part in ("all", "fair"):
+        ok = fair_part(args, pairs) and ok
+    print(f"\nload average at end {load()}")
+    return 0 if ok else 1
+
+
+def load_part(args, pairs) -> bool:
+    """The service at concurrency 1, 16 and 64, and the soak; True when every target is met."""
+    from cleo_rules import load_pack
+
+    pack = load_pack()
 
     local_classify = in_process_classify(pack, pairs)
     tmp = Path(tempfile.mkdtemp(prefix="cleo-bench-serve-"))
@@ -346,8 +382,175 @@ def main(argv=None) -> int:
     print()
     for name, ok, detail in checks:
         print(f"{'PASS' if ok else 'FAIL'}  {name:<46} {detail}")
-    print(f"\nload average at end {load()}")
-    return 0 if all(ok for _, ok, _ in checks) else 1
+    return all(ok for _, ok, _ in checks)
+
+
+# -- fair turns: one tenant's turns during another tenant's ingest ------------------------------------------------
+
+CHAT, BULK = "chat", "bulk"
+_EMBED = re.compile(r"\bembed;dur=([\d.]+)")
+
+
+class Served:
+    """``cleo-rules serve --memory`` of one checkout (its own code: run from its directory), on a free port."""
+
+    def __init__(self, name: str, code: Path, tmp: Path):
+        self.name, self.code = name, code
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / f"{name.replace(' ', '-')}.log"
+        self._log = open(self.log_path, "wb")
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        self.imports = subprocess.run([sys.executable, "-c", "import cleo_rules; print(cleo_rules.__file__)"],
+                                      cwd=code, env=env, capture_output=True, text=True, check=True).stdout.strip()
+        self.proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "serve", "--memory",
+                                      str(tmp / f"memory-{self.port}"), "--port", str(self.port)],
+                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=code, env=env)
+
+    def wait_ready(self, timeout: float = 300.0) -> None:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the {self.name} service exited: {self.log_path.read_text()}")
+            try:
+                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit(f"the {self.name} service was not ready in {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)  # by its pid
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+
+
+def big_ingest(mb: float) -> tuple[bytes, int]:
+    """The sample memory over and over, each copy's items under new ids, until the body holds ``mb`` MB."""
+    lines = (ROOT / "cleo_rules" / "data" / "sample_memory.jsonl").read_text(encoding="utf-8").splitlines()
+    out, size, copy = [], 0, 0
+    while size < mb * 1_000_000:
+        for line in lines:
+            record = json.loads(line)
+            record["id"] = f"{record['id']}-copy{copy}"
+            text = json.dumps(record)
+            out.append(text)
+            size += len(text.encode("utf-8")) + 1
+        copy += 1
+    return ("\n".join(out) + "\n").encode("utf-8"), len(out)
+
+
+def paced_turns(client: httpx.Client, pairs, pace: float, *, count: int | None = None, until=None) -> list[tuple]:
+    """Turns on tenant ``chat``, one at a time, one every ``pace`` s: ``count`` of them, or until ``until()`` is
+    true; each as (round trip ms, embed stage ms, status)."""
+    out, i = [], 0
+    while (count is None or i < count) and (until is None or not until()):
+        message, history = pairs[i % len(pairs)]
+        start = time.perf_counter()
+        r = client.post(f"/v1/tenants/{CHAT}/turns", content=json.dumps({"message": message, "history": history}),
+                        headers=JSON)
+        ms = (time.perf_counter() - start) * 1000
+        m = _EMBED.search(r.headers.get("server-timing", ""))
+        out.append((ms, float(m.group(1)) if m else float("nan"), r.status_code))
+        i += 1
+        time.sleep(pace)
+    return out
+
+
+def fair_round(service: Served, pairs, body: bytes, args, tenant: str) -> dict:
+    """Idle turns, then turns during an ingest into ``tenant``, on one service."""
+    with httpx.Client(base_url=service.url, timeout=120) as client:
+        idle = paced_turns(client, pairs, args.pace, count=args.idle_turns)
+        outcome: dict = {}
+
+        def ingest():
+            start = time.perf_counter()
+            r = httpx.post(f"{service.url}/v1/tenants/{tenant}/memory", content=body,
+                           headers={"Content-Type": "application/x-ndjson"}, timeout=1800)
+            outcome["seconds"] = time.perf_counter() - start
+            outcome["status"] = r.status_code
+            outcome["added"] = r.json().get("added") if r.status_code == 200 else None
+
+        thread = threading.Thread(target=ingest)
+        thread.start()
+        time.sleep(0.5)  # the ingest's body is sent and its first batch under way
+        busy = paced_turns(client, pairs, args.pace, until=lambda: not thread.is_alive())
+        thread.join()
+    return {"idle": idle, "busy": busy, **outcome}
+
+
+def fair_part(args, pairs) -> bool:
+    """Turns of one tenant idle and during another tenant's ingest, on this checkout and ``--baseline``."""
+    body, items = big_ingest(args.ingest_mb)
+    tmp = Path(tempfile.mkdtemp(prefix="cleo-bench-fair-"))
+    codes = [("this checkout", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    services = [Served(name, code, tmp) for name, code in codes]
+    results: dict[str, list[dict]] = {s.name: [] for s in services}
+    print(f"\nfair turns: turns of tenant {CHAT!r} every {args.pace:g} s, {args.idle_turns} idle, then during an "
+          f"ingest of {len(body) / 1e6:.2f} MB ({items} items) into another tenant; load average {load()}")
+    for s in services:
+        print(f"  {s.name}: imports {s.imports}")
+    try:
+        sample = (ROOT / "cleo_rules" / "data" / "sample_memory.jsonl").read_bytes()
+        for s in services:
+            s.wait_ready()
+            httpx.post(f"{s.url}/v1/tenants/{CHAT}/memory", content=sample,
+                       headers={"Content-Type": "application/x-ndjson"}, timeout=600).raise_for_status()
+            with httpx.Client(base_url=s.url, timeout=120) as client:
+                paced_turns(client, pairs, 0.0, count=40)  # warm-up, not counted
+        for n in range(args.rounds):
+            order = services if n % 2 == 0 else services[::-1]
+            for s in order:
+                result = fair_round(s, pairs, body, args, f"{BULK}-{n}")
+                results[s.name].append(result)
+                print(f"  round {n + 1}, {s.name}: ingest {result['seconds']:.1f} s (HTTP {result['status']}), "
+                      f"{len(result['busy'])} turns during it; load average {load()}")
+    finally:
+        for s in services:
+            s.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print()
+    print(f"{'checkout':<16} {'phase':<14} {'turns':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'embed p95':>10} "
+          f"{'not 200':>8}")
+    summary = {}
+    for name, rounds in results.items():
+        for phase in ("idle", "busy"):
+            rows = [t for r in rounds for t in r[phase]]
+            ok = [ms for ms, _, status in rows if status == 200]
+            embed = [e for _, e, status in rows if status == 200 and e == e]
+            summary[(name, phase)] = (percentile(ok, 0.5), percentile(ok, 0.95), max(ok, default=float("nan")))
+            label = "idle" if phase == "idle" else "during ingest"
+            print(f"{name:<16} {label:<14} {len(rows):>6} {summary[(name, phase)][0]:>8.1f} "
+                  f"{summary[(name, phase)][1]:>8.1f} {summary[(name, phase)][2]:>8.1f} "
+                  f"{percentile(embed, 0.95):>10.2f} {len(rows) - len(ok):>8}")
+    print()
+    for name, rounds in results.items():
+        ratio = summary[(name, "busy")][1] / summary[(name, "idle")][1]
+        seconds = ", ".join(f"{r['seconds']:.1f}" for r in rounds)
+        print(f"{name:<16} turn p95 during the ingest / idle p95: {ratio:6.2f}x; ingest {seconds} s")
+    mine = results["this checkout"]
+    ratio = summary[("this checkout", "busy")][1] / summary[("this checkout", "idle")][1]
+    errors = sum(1 for r in mine for phase in ("idle", "busy") for _, _, status in r[phase] if status != 200)
+    checks = [
+        ("turn p95 during another tenant's ingest <= 3x idle", ratio <= 3.0, f"{ratio:.2f}x"),
+        ("fair turns: every turn and ingest answered 200", errors == 0 and all(r["status"] == 200 for r in mine),
+         f"{errors} turns not 200, ingests {[r['status'] for r in mine]}"),
+    ]
+    if "baseline" in results:
+        base = summary[("baseline", "busy")][1]
+        print(f"turn p95 during the ingest: this checkout {summary[('this checkout', 'busy')][1]:.1f} ms, "
+              f"baseline {base:.1f} ms ({base / summary[('this checkout', 'busy')][1]:.0f}x)")
+    print()
+    for name, ok, detail in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {name:<52} {detail}")
+    return all(ok for _, ok, _ in checks)
 
 
 if __name__ == "__main__":

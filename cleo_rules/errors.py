@@ -146,7 +146,19 @@ class PackNotFound(CleoError):
 
 
 class StoreError(CleoError):
+    """A memory store cannot do what was asked.
+
+    ``stored_lines`` is set on the error of an ingest that failed part way:
+    lines 1 to ``stored_lines`` of its input are handled (their items
+    committed, malformed ones skipped) and nothing from the next line on is
+    stored. It is None otherwise.
+    """
+
     code = "E300"
+
+    def __init__(self, message: str = "", *, code: str | None = None, stored_lines: int | None = None):
+        super().__init__(message, code=code)
+        self.stored_lines = stored_lines
 
 
 class IngestError(StoreError):

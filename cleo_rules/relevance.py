@@ -34,7 +34,7 @@ from .errors import UsageError
 from .jsonl import JsonLineError, read_lines
 from .kinds import DecisionKind
 from .retrieval.memory import Memory
-from .retrieval.schema import TABLES, Source
+from .retrieval.tables import TABLES, Source
 from .trace import read_traces
 
 #: the kinds of turn that search, in the order the report shows them (a skipped turn recalls nothing)
@@ -49,7 +49,7 @@ def pair_id(trace_id: int, rank: int) -> str:
 def traced_pairs(traces, *, since: str | None = None) -> list[dict]:
     """Every (searched query, recalled item) pair in the traces, oldest first.
 
-    ``traces`` is a memory, its trace sink or a SQLite database (see :func:`~cleo_rules.trace.read_traces`).
+    ``traces`` is a memory or its trace sink (see :func:`~cleo_rules.trace.read_traces`).
     """
     pairs = []
     for row in read_traces(traces, since=since, searched_only=True):

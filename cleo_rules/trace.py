@@ -4,15 +4,16 @@ A trace records what actually happened on a turn, so that the nightly
 relevance check (:mod:`cleo_rules.relevance`) scores the pair that really
 existed: the query that was searched, not the raw message.
 
-Where rows go is a :class:`TraceSink`: something that writes a row and
-reads rows back. Every memory backend has one as its ``traces``: the
-embedded store's is :class:`SqliteTraces`, over its SQLite database; the
-PostgreSQL store's keeps them in its tenant's schema
-(:class:`~cleo_rules.retrieval.postgres.PgTraces`). :class:`Tracer` and
-:func:`read_traces` take a sink, or a :class:`sqlite_utils.Database`, which
-they wrap in :class:`SqliteTraces`.
+This module is the row and the protocol of where rows go, a
+:class:`TraceSink`: something that writes a row and reads rows back. Every
+memory has one as its ``traces`` (:attr:`Memory.traces
+<cleo_rules.retrieval.memory.Memory.traces>`); both backends keep the rows
+in a table ``traces`` beside the memory (:mod:`cleo_rules.retrieval.traces`:
+the embedded store's in its SQLite database, created on the first write, a
+PostgreSQL tenant's in its schema). :class:`Tracer` and :func:`read_traces`
+take a sink, or a memory, whose sink they use.
 
-Table ``traces`` (in SQLite, created on first write)::
+A row's columns (:data:`COLUMNS`)::
 
     id            integer primary key
     time          ISO 8601 UTC time the turn started, e.g. 2024-06-01T09:30:00.123456+00:00
@@ -60,7 +61,6 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .jsonl import without_lone_surrogates
@@ -133,18 +133,6 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def ensure_table(db) -> None:
-    """Create the ``traces`` table and its index on ``time`` if they are missing; add columns an older table lacks."""
-    if TABLE not in db.table_names():
-        db[TABLE].create(COLUMNS, pk="id", not_null={"time", "message", "kind"}, if_not_exists=True)
-        db[TABLE].create_index(["time"], if_not_exists=True)
-        return
-    have = set(db[TABLE].columns_dict)
-    for name, kind in COLUMNS.items():
-        if name not in have:  # a store traced by an earlier version
-            db[TABLE].add_column(name, kind)
-
-
 def result_refs(results: Sequence) -> list[dict]:
     """The part of each result a trace keeps: source, ids and score."""
     return [
@@ -168,61 +156,25 @@ class TraceSink(Protocol):
     def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]: ...
 
 
-class SqliteTraces:
-    """The ``traces`` table of a SQLite database (the embedded store's), created on the first write."""
-
-    def __init__(self, db):
-        self.db = db
-        self._ready = False
-
-    def write(self, row: dict) -> int:
-        try:
-            if not self._ready:
-                ensure_table(self.db)
-                self._ready = True
-            with self.db.conn:  # one INSERT: a deferred transaction takes the write lock with it
-                cursor = self.db.conn.execute(
-                    f"INSERT INTO [{TABLE}] ({', '.join(f'[{c}]' for c in row)}) VALUES ({', '.join('?' for _ in row)})",
-                    list(row.values()),
-                )
-        except BaseException:
-            self._ready = False
-            raise
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
-
-    def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
-        from .retrieval.schema import sqlite_errors
-
-        with sqlite_errors(self.where):
-            yield from _read_sqlite(self.db, since=since, searched_only=searched_only)
-
-    @property
-    def where(self) -> str:
-        """The directory of the database, for messages."""
-        try:
-            name = self.db.conn.execute("PRAGMA database_list").fetchone()[2]
-        except Exception:  # noqa: BLE001 - only a name for a message
-            return "the memory store"
-        return str(Path(name).parent) if name else "the memory store"
-
-
 def as_sink(target) -> TraceSink | None:
-    """``target`` as a :class:`TraceSink`: a sink as it is, a SQLite database wrapped, None as None."""
-    if target is None:
-        return None
-    if hasattr(target, "conn") and hasattr(target, "table_names"):  # a sqlite_utils.Database
-        return SqliteTraces(target)
-    if isinstance(target, TraceSink):
+    """Where ``target`` keeps its traces: a :class:`TraceSink` is its own; a memory's is its ``traces``.
+
+    ``None`` is ``None`` (nowhere). Anything else is a ``TypeError``.
+    """
+    if target is None or isinstance(target, TraceSink):
         return target
-    sink = getattr(target, "traces", None)  # a memory
+    sink = getattr(target, "traces", None)  # a memory (the Memory protocol's ``traces``)
     if isinstance(sink, TraceSink):
         return sink
-    raise TypeError(f"traces are kept by a memory, a trace sink or a SQLite database, not {type(target).__name__}")
+    hint = ""
+    if hasattr(target, "conn") and hasattr(target, "table_names"):  # a sqlite_utils.Database, as taken before
+        hint = ("; give the memory store that holds this database, or its sink "
+                "cleo_rules.retrieval.traces.SqliteTraces(db)")
+    raise TypeError(f"traces are kept by a memory or a trace sink, not {type(target).__name__}{hint}")
 
 
 class Tracer:
-    """Writes one row per turn into ``sink``: a :class:`TraceSink` or a :class:`sqlite_utils.Database`.
+    """Writes one row per turn into ``sink``: a :class:`TraceSink`, or a memory (its ``traces``).
 
     ``enabled=False`` makes :meth:`record` a no-op. ``redact`` and
     ``max_chars`` bound what is kept of the user's text (see the module's
@@ -302,7 +254,7 @@ class Tracer:
 def read_traces(source, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
     """Yield trace rows oldest first, with ``results`` decoded from JSON.
 
-    ``source`` is a memory, a :class:`TraceSink` or a SQLite database.
+    ``source`` is a memory or a :class:`TraceSink`.
     ``since`` is an ISO date or time (``2024-06-01`` or a full timestamp);
     rows whose ``time`` sorts at or after it are kept.
     """
@@ -310,23 +262,3 @@ def read_traces(source, *, since: str | None = None, searched_only: bool = False
     if sink is not None:
         yield from sink.read(since=since, searched_only=searched_only)
 
-
-def _read_sqlite(db, *, since: str | None, searched_only: bool) -> Iterator[dict]:
-    if TABLE not in db.table_names():
-        return
-    where, params = [], []
-    if since:
-        where.append("time >= ?")
-        params.append(since)
-    if searched_only:
-        where.append("query IS NOT NULL")
-    sql = f"SELECT * FROM [{TABLE}]"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY id"
-    cursor = db.conn.execute(sql, params)
-    names = [c[0] for c in cursor.description]
-    for values in cursor:
-        row = dict(zip(names, values))
-        row["results"] = json.loads(row["results"]) if row.get("results") else []
-        yield row

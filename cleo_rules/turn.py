@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from .context import build_context
 from .retrieval.memory import Memory, check_k, check_sources
-from .retrieval.schema import Source
+from .kinds import Source
 from .trace import Tracer, TraceSettings, now_iso
 
 if TYPE_CHECKING:
@@ -117,8 +117,7 @@ class Recall:
         self.store = store
         self.pack = pack
         self.floor = floor
-        sink = getattr(store, "traces", None)
-        self.tracer = Tracer.from_settings(sink if sink is not None else getattr(store, "db", None), trace)
+        self.tracer = Tracer.from_settings(store.traces, trace)
 
     @classmethod
     def open(cls, location, *, pack=None, embedder=None, model_path=None, **kwargs) -> Recall:
@@ -190,9 +189,7 @@ class Recall:
         return turns
 
     def close(self) -> None:
-        close = getattr(self.store, "close", None)
-        if callable(close):
-            close()
+        self.store.close()
 
     def __enter__(self):
         return self

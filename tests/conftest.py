@@ -113,7 +113,7 @@ def pack_copy(tmp_path):
 @pytest.fixture
 def load_calls(monkeypatch):
     """Records every call that hands an index file to hnswlib."""
-    from cleo_rules.retrieval import index as index_mod
+    from cleo_rules.retrieval import hnsw_file as index_mod
 
     calls = []
     real = index_mod._load_hnsw

@@ -102,7 +102,7 @@ def test_kept_directory_holds_the_traces(demo_run):
     _, stderr, path = demo_run
     assert str(path) in stderr
     with MemoryStore.open(path) as store:
-        traces = list(read_traces(store.db))
+        traces = list(read_traces(store))
     assert len(traces) == len(conversation())
     assert [t["message"] for t in traces] == [row["message"] for row in conversation()]
     assert all((t["query"] is None) == (t["kind"] == "skip") for t in traces)

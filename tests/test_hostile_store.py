@@ -20,8 +20,8 @@ import pytest
 from cleo_rules.cli import main
 from cleo_rules.errors import IngestError, StoreError
 from cleo_rules.retrieval import MemoryStore, StoreWarning
-from cleo_rules.retrieval import index as index_mod
-from cleo_rules.retrieval import schema
+from cleo_rules.retrieval import hnsw_file as index_mod
+from cleo_rules.retrieval import sqlite_schema as schema
 from cleo_rules.retrieval.chunk import DEFAULT_CHUNK_MAX_CHARS, chunk_text
 from cleo_rules.trace import REDACTED, TABLE, Tracer, read_traces
 from cleo_rules.turn import Recall
@@ -473,7 +473,7 @@ def test_17_a_short_index_file_is_never_vouched_for(store_dir, monkeypatch):
 
 
 def test_17_check_hnsw_file_accepts_whole_files_only(tmp_path):
-    from cleo_rules.retrieval.index import VectorIndex, check_hnsw_file
+    from cleo_rules.retrieval.hnsw_file import VectorIndex, check_hnsw_file
 
     import numpy as np
 
@@ -574,19 +574,19 @@ def test_18_a_read_only_store_refuses_every_write(store_dir):
 def test_19_traced_text_is_capped(tmp_path):
     with MemoryStore.open(tmp_path, embedder=ToyEmbedder()) as store:
         store.add_document("d1", "t", "2024-01-01", "boiler service")
-        tracer = Tracer(store.db)
+        tracer = Tracer(store)
         huge = "boiler " * 1_500_000  # 10 MB
         size = os.path.getsize(tmp_path / "memory.db") + os.path.getsize(tmp_path / "memory.db-wal")
         tracer.record(time="t", decision=decision(kind="substantive", query=huge, message=huge), results=[],
                       timings={}, k=5)
         grown = os.path.getsize(tmp_path / "memory.db") + os.path.getsize(tmp_path / "memory.db-wal") - size
         assert grown < 100_000
-        (row,) = read_traces(store.db)
+        (row,) = read_traces(store)
         assert len(row["message"]) == len(row["query"]) == 2000 and row["message"].endswith("\u2026")
         assert "message, query cut to 2000 characters" in row["note"]
-        Tracer(store.db, max_chars=50).record(time="u", decision=decision(message="x" * 60), results=[],
+        Tracer(store, max_chars=50).record(time="u", decision=decision(message="x" * 60), results=[],
                                               timings={}, k=5)
-        assert len(list(read_traces(store.db))[-1]["message"]) == 50
+        assert len(list(read_traces(store))[-1]["message"]) == 50
 
 
 def test_19_redaction_keeps_kinds_rules_ids_scores_and_timings(tmp_path):
@@ -597,9 +597,9 @@ def test_19_redaction_keeps_kinds_rules_ids_scores_and_timings(tmp_path):
         store.add_document("d1", "Van policy", "2024-01-01", "The second van insurance quote covers tools.")
         turn = recall.turn("Yes, the second one.", ["Which van insurance quote covers tools?"])
         skipped = recall.turn("ok")
-        tracer = Tracer(store.db, redact=True)
+        tracer = Tracer(store, redact=True)
         tracer.record(time="t", decision=decision(), results=[SNIPPET], timings={"classify": 0.5}, k=5)
-        rows = list(read_traces(store.db))
+        rows = list(read_traces(store))
     follow, skip, direct = rows
     assert turn.query and follow["message"] == follow["query"] == follow["anchor"] == REDACTED
     assert (follow["kind"], follow["rule"]) == (turn.kind, turn.rule) and follow["pack"] == "cleo-en"
@@ -620,7 +620,7 @@ def test_19_turn_cli_redacts_and_caps(store_dir, capsys, toy_cli):
                              "Which van insurer covers tools?")
     assert code == 0, err
     with MemoryStore.open(store_dir, read_only=True) as store:
-        redacted, capped = list(read_traces(store.db))
+        redacted, capped = list(read_traces(store))
     assert redacted["message"] == REDACTED and redacted["results"]
     assert capped["message"] == "Which van i\u2026"
 
@@ -631,7 +631,7 @@ def test_19_store_files_are_0600_and_the_directory_0700(tmp_path):
         path = tmp_path / "mem"
         with MemoryStore.open(path, embedder=ToyEmbedder()) as store:
             store.ingest_jsonl(jsonl(documents(3) + conversations(2)).encode())
-            Tracer(store.db).record(time="t", decision=decision(), results=[], timings={}, k=5)
+            Tracer(store).record(time="t", decision=decision(), results=[], timings={}, k=5)
             store.rebuild()
             names = {p.name for p in path.iterdir()}
             modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.iterdir()}

@@ -117,7 +117,7 @@ def test_10_turn_jsonl_gives_every_bad_line_its_own_error_and_goes_on(toy_store,
     with MemoryStore.open(toy_store, read_only=True) as store:
         from cleo_rules.trace import read_traces
 
-        assert len(list(read_traces(store.db))) == 2  # the two good turns, traced
+        assert len(list(read_traces(store))) == 2  # the two good turns, traced
 
 
 @pytest.mark.model
@@ -129,7 +129,7 @@ def test_10_a_lone_surrogate_never_reaches_the_tokenizer(tmp_path, embedder):
         assert turn.results and turn.results[0].id == "d"
         from cleo_rules.trace import read_traces
 
-        (row,) = read_traces(store.db)
+        (row,) = read_traces(store)
     assert row["message"] == row["query"] == "When is the \ufffd boiler service due?"
 
 
@@ -224,8 +224,8 @@ def test_21_score_judgments_checks_rows_given_in_memory(traced_store):
         for rows, message in (([{}], "judgment 1: each line needs"), ([{"pair": ["a"], "relevant": True}],
                               "judgment 1: \"pair\" must be"), ([], "no judgments to score")):
             with pytest.raises(UsageError, match=message):
-                score_judgments(store.db, rows)
-        assert score_judgments(store.db, [{"pair": "1:1", "relevant": False}]).cell("all", "document").judged == 1
+                score_judgments(store, rows)
+        assert score_judgments(store, [{"pair": "1:1", "relevant": False}]).cell("all", "document").judged == 1
 
 
 def test_21_sample_out_to_a_missing_directory(traced_store, capsys, monkeypatch):

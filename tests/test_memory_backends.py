@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from cleo_rules.errors import IngestError, StoreError
 from cleo_rules.relevance import sample_pairs
 from cleo_rules.resources import data_dir
-from cleo_rules.retrieval import Item, Memory, Result, SearchResponse
+from cleo_rules.retrieval import Item, Memory, MemoryBase, Result, SearchResponse, StoreOptions
 from cleo_rules.retrieval.locate import open_memory
 from cleo_rules.trace import read_traces
 from cleo_rules.turn import Recall
@@ -440,6 +440,46 @@ def test_opening_a_missing_store_without_create_and_writing_read_only(backend):
         store.search("x")
     with pytest.raises(StoreError, match="closed"):
         store.get(["d1#p0"])
+
+
+# -- one set of options, one base ------------------------------------------------------------------
+
+
+def test_options_as_a_value_or_as_keywords_open_the_same_store(backend):
+    options = StoreOptions(score_floor=0.25, chunk_size=40, chunk_overlap=5, chunk_max_chars=300, ef_search=32)
+    location = backend.fresh()
+    with backend.open(location, options=options) as store:
+        assert isinstance(store, MemoryBase) and store.options == options
+        store.add_document("d1", "T", "2024-01-01", "word " * 100)
+        stats = store.stats()
+        assert stats["documents"] == 1 and stats["passages"] == 3  # 40 words each, 5 shared: the options' chunks
+    assert (stats["score_floor"], stats["chunk_size"], stats["chunk_overlap"], stats["chunk_max_chars"]) == \
+        (0.25, 40, 5, 300)
+    with backend.open(location, options=options, read_only=True, score_floor=0.5) as store:  # keywords win
+        assert store.read_only and store.score_floor == 0.5 and store.chunk_size == 40 and store.ef_search == 32
+        assert store.options == StoreOptions.of(options, read_only=True, score_floor=0.5)
+        with pytest.raises(StoreError, match="read-only"):
+            store.add_document("d2", "T", "2024-01-01", "x")
+    with backend.open(location, score_floor=0.25, chunk_size=40, chunk_overlap=5, chunk_max_chars=300,
+                      ef_search=32) as store:
+        assert store.options == options
+
+
+@pytest.mark.parametrize("keywords, error, message", [
+    ({"M": 1}, ValueError, "M must be an integer of at least 2, not 1"),
+    ({"ef_search": 0}, ValueError, "ef_search must be an integer of at least 1"),
+    ({"ef_construction": "200"}, ValueError, "ef_construction must be an integer"),
+    ({"chunk_overlap": 200}, ValueError, "chunk overlap must be at least 0 and less than the chunk size"),
+    ({"chunk_sise": 10}, TypeError, "unexpected store option.* chunk_sise"),
+    ({"options": {"read_only": True}}, TypeError, "options must be StoreOptions, not dict"),
+])
+def test_impossible_options_are_refused_alike_before_anything_is_made(backend, keywords, error, message):
+    location = backend.fresh()
+    with pytest.raises(error, match=message):
+        backend.open(location, **keywords)
+    assert backend.documents(location) == []
+    if backend.name == "embedded":
+        assert not Path(location).exists()  # (M=1 reached hnswlib, and failed at the first write, before)
 
 
 # -- traces, turns and the relevance check ---------------------------------------------------------

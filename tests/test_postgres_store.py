@@ -533,3 +533,51 @@ def test_the_service_keeps_each_tenants_memory_in_its_own_schema(pg, pg_tenant, 
     with pg.admin() as conn:
         assert conn.execute(f"SELECT count(*) FROM {quote(schema_name(beta))}.documents").fetchone()[0] == 4
         assert conn.execute(f"SELECT count(*) FROM {quote(schema_name(beta))}.traces").fetchone()[0] == 2  # its two turns
+
+
+def test_the_service_answers_503_while_its_database_is_down_and_health_meanwhile(own_server, monkeypatch):
+    """The server stops: a known tenant's request and an unknown tenant's lookup are 503 problems with
+    Retry-After and E306 (never where the database is), /healthz answers while they wait, and the
+    service serves again once the server is back."""
+    from starlette.testclient import TestClient
+
+    import cleo_rules.retrieval.embed as embed
+    from cleo_rules.serve import ServeSettings, create_app
+
+    monkeypatch.setattr(embed, "Embedder", lambda model=None: ToyEmbedder())
+    app = create_app(ServeSettings(memory=own_server.url(), watch_interval=0, request_timeout=60))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        deadline = time.monotonic() + 90
+        while not app.state.service.ready and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = client.post("/v1/tenants/acme/memory", content="\n".join(docs("acme", 5)) + "\n",
+                        headers={"Content-Type": "application/x-ndjson"})
+        assert r.status_code == 200 and r.json()["added"] == 5, r.text
+        own_server.stop()
+        answers = {}
+
+        def ask(name):
+            answers[name] = client.get(f"/v1/tenants/{name}/memory")
+
+        asks = [threading.Thread(target=ask, args=(name,)) for name in ("acme", "beta")]  # beta is looked up
+        for t in asks:
+            t.start()
+        time.sleep(1)
+        start = time.monotonic()
+        health = client.get("/healthz")
+        waited = time.monotonic() - start
+        for t in asks:
+            t.join(60)
+        assert health.status_code == 200 and waited < 5, waited  # the lookup does not hold the event loop
+        for name in ("acme", "beta"):
+            r = answers[name]
+            assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
+            body = r.json()
+            assert body["type"] == "/problems/not-ready" and body["code"] == "E306", body
+            assert "cleo-restart-" not in r.text and "postgresql" not in r.text  # where the database is
+        own_server.start()
+        deadline = time.monotonic() + 30
+        while client.get("/v1/tenants/acme/memory").status_code != 200:
+            assert time.monotonic() < deadline, "the service must serve again once the server is back"
+            time.sleep(0.5)
+        assert client.get("/v1/tenants/acme/memory").json()["documents"] == 5

@@ -26,7 +26,7 @@ def result(source, n, score=0.5):
 def memory(tmp_path, toy_embedder):
     """A memory with no items and the traces of six turns: follow-ups, a substantive, a correction, a skip."""
     store = MemoryStore.open(tmp_path / "memory", embedder=toy_embedder)
-    tracer = Tracer(store.db)
+    tracer = Tracer(store)
     turns = [
         ("2024-05-30T10:00:00+00:00", decision(kind="substantive", query="kiln quotes", message="kiln quotes"),
          [result("conversation", 1), result("document", 2)]),
@@ -46,12 +46,12 @@ def memory(tmp_path, toy_embedder):
 
 
 @pytest.fixture
-def db(memory):
-    return memory.db
+def traces(memory):
+    return memory.traces
 
 
-def test_pairs_are_the_searched_query_against_each_item(db):
-    pairs = traced_pairs(db)
+def test_pairs_are_the_searched_query_against_each_item(traces):
+    pairs = traced_pairs(traces)
     assert [p["pair"] for p in pairs] == ["1:1", "1:2", "2:1", "2:2", "2:3", "4:1", "4:2", "5:1"]
     follow = [p for p in pairs if p["trace_id"] == 2]
     assert {p["query"] for p in follow} == {"Compare the two quotes\nYes, the second one."}
@@ -100,9 +100,9 @@ def judge(pairs, irrelevant):
     return [{"pair": p["pair"], "relevant": p["pair"] not in irrelevant} for p in pairs]
 
 
-def test_score_by_source_and_kind(memory, db):
+def test_score_by_source_and_kind(memory, traces):
     pairs = sample_pairs(memory, 100)
-    report = score_judgments(db, judge(pairs, {"2:1", "2:3", "4:1", "5:1"}))
+    report = score_judgments(traces, judge(pairs, {"2:1", "2:3", "4:1", "5:1"}))
     d = report.to_dict()
     assert d["all"]["snippets"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
     assert d["all"]["passages"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
@@ -115,11 +115,11 @@ def test_score_by_source_and_kind(memory, db):
     assert "50.0% (2/4)" in text and "100.0% (2/2)" in text
 
 
-def test_kind_and_source_come_from_the_traces_not_the_file(memory, db, tmp_path):
+def test_kind_and_source_come_from_the_traces_not_the_file(memory, traces, tmp_path):
     path = tmp_path / "j.jsonl"
     lines = [{**p, "kind": "substantive", "source": "document", "relevant": False} for p in sample_pairs(memory, 100)]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    d = score_judgments(db, path).to_dict()
+    d = score_judgments(traces, path).to_dict()
     assert d["follow_up"]["snippets"]["judged"] == 2
 
 
@@ -130,23 +130,23 @@ def test_kind_and_source_come_from_the_traces_not_the_file(memory, db, tmp_path)
     ('{"pair": "1:1", "relevant": "yes"}', "must be true or false"),
     ('{"pair": "99:1", "relevant": true}', "not in the traces"),
 ])
-def test_bad_judgments_are_usage_errors_with_line_numbers(db, tmp_path, line, message):
+def test_bad_judgments_are_usage_errors_with_line_numbers(traces, tmp_path, line, message):
     path = tmp_path / "j.jsonl"
     path.write_text('{"pair": "1:2", "relevant": true}\n\n' + line + "\n")
     with pytest.raises(UsageError) as err:
-        score_judgments(db, path)
+        score_judgments(traces, path)
     text = str(err.value)
     assert message in text
     assert "j.jsonl:3:" in text or "line 3:" in text
 
 
-def test_a_pair_judged_twice_is_an_error(db, tmp_path):
+def test_a_pair_judged_twice_is_an_error(traces, tmp_path):
     path = tmp_path / "j.jsonl"
     path.write_text('{"pair": "1:2", "relevant": true}\n{"pair": "1:2", "relevant": false}\n')
     with pytest.raises(UsageError, match="twice"):
-        score_judgments(db, path)
+        score_judgments(traces, path)
 
 
-def test_missing_judgments_file(db, tmp_path):
+def test_missing_judgments_file(traces, tmp_path):
     with pytest.raises(UsageError, match="not found"):
-        score_judgments(db, tmp_path / "nope.jsonl")
+        score_judgments(traces, tmp_path / "nope.jsonl")

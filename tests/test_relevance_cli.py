@@ -26,7 +26,7 @@ def store_dir(tmp_path):
     """A store with no items (none are needed) and four traced turns."""
     path = tmp_path / "memory"
     with MemoryStore.open(path) as store:
-        tracer = Tracer(store.db)
+        tracer = Tracer(store)
         snip = R("conversation", "c1", "c1#s0", "t", "2024-01-01", "x", 0.5)
         doc = R("document", "d1", "d1#p0", "t", "2024-01-01", "x", 0.4)
         tracer.record(time="2024-06-01T08:00:00+00:00", decision=decision(), results=[snip, doc], timings={}, k=5)

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-import cleo_rules.retrieval.index as index_mod
-from cleo_rules.retrieval.index import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
+import cleo_rules.retrieval.hnsw_file as index_mod
+from cleo_rules.retrieval.hnsw_file import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
 
 DIM = 32
 

@@ -19,10 +19,10 @@ import warnings
 import numpy as np
 import pytest
 
-import cleo_rules.retrieval.index as index_mod
+import cleo_rules.retrieval.hnsw_file as index_mod
 from cleo_rules.resources import data_dir
 from cleo_rules.retrieval import MemoryStore, StoreWarning
-from cleo_rules.retrieval.index import sidecar_path
+from cleo_rules.retrieval.hnsw_file import sidecar_path
 
 SAMPLE_LINES = (data_dir() / "sample_memory.jsonl").read_text(encoding="utf-8").splitlines()
 SUBSET = SAMPLE_LINES[:16]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from cleo_rules.retrieval.records import (
     Piece, PreparedItem, content_hash, invalid_argument, plan_writes, prepare, validate_record,
 )
-from cleo_rules.retrieval.schema import Source
+from cleo_rules.retrieval.tables import Source
 
 from test_retrieval_ingest import conversation, document
 

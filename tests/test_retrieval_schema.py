@@ -1,4 +1,5 @@
-"""Schema: the Source names, the per-source table descriptions, the shared SQL, opening the database."""
+"""The Source names, the per-source table descriptions (tables.py), the SQLite statements and opening the database
+(sqlite_schema.py)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ import sqlite3
 import pytest
 
 from cleo_rules.errors import StoreError
-from cleo_rules.retrieval.schema import (
+from cleo_rules.retrieval.sqlite_schema import (
     DB_FILE,
     GENERATIONS_SQL,
     METADATA_BY_ITEM,
     METADATA_BY_LABEL,
     SCHEMA_VERSION,
-    TABLES,
-    Source,
+    insert_messages_sql,
+    insert_piece_sql,
     metadata_sql,
     open_database,
-    source_of_item,
+    upsert_parent_sql,
 )
+from cleo_rules.retrieval.tables import TABLES, Source, source_of_item
 
 
 def test_source_values_are_the_strings_traces_and_json_carry():
@@ -55,12 +57,12 @@ def fill(db):
     """One conversation and one document, written with the statements built from TABLES."""
     conv, doc = TABLES[Source.CONVERSATION], TABLES[Source.DOCUMENT]
     conn = db.conn
-    conn.execute(conv.upsert_parent_sql, ("c1", "Van quotes", "2024-02-03", "h1", "now"))
-    conn.executemany(conv.insert_messages_sql, [("c1", 0, "user", "Which van?"), ("c1", 1, "assistant", "The blue one.")])
-    conn.execute(conv.insert_piece_sql, ("c1#s0", "c1", 0, 0, 1, "user: Which van?", b"\0" * 8))
-    conn.execute(doc.upsert_parent_sql, ("d1", "Price list", "2024-01-02", "Call-out 45.", "h2", "now"))
-    conn.execute(doc.insert_piece_sql, ("d1#p0", "d1", 0, 0, 12, "Call-out 45.", b"\0" * 8))
-    conn.execute(doc.upsert_parent_sql, ("d1", "Prices", "2024-01-05", "Call-out 50.", "h3", "later"))  # an update
+    conn.execute(upsert_parent_sql(conv), ("c1", "Van quotes", "2024-02-03", "h1", "now"))
+    conn.executemany(insert_messages_sql(conv), [("c1", 0, "user", "Which van?"), ("c1", 1, "assistant", "The blue one.")])
+    conn.execute(insert_piece_sql(conv), ("c1#s0", "c1", 0, 0, 1, "user: Which van?", b"\0" * 8))
+    conn.execute(upsert_parent_sql(doc), ("d1", "Price list", "2024-01-02", "Call-out 45.", "h2", "now"))
+    conn.execute(insert_piece_sql(doc), ("d1#p0", "d1", 0, 0, 12, "Call-out 45.", b"\0" * 8))
+    conn.execute(upsert_parent_sql(doc), ("d1", "Prices", "2024-01-05", "Call-out 50.", "h3", "later"))  # an update
 
 
 def test_statements_built_from_the_descriptions_fit_the_tables(db):

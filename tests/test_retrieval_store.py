@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-import cleo_rules.retrieval.index as index_mod
+import cleo_rules.retrieval.hnsw_file as index_mod
 from cleo_rules.errors import IngestError, StoreError
 from cleo_rules.resources import data_dir
 from cleo_rules.retrieval import Item, MemoryStore, Result, SearchResponse, StoreWarning

@@ -287,7 +287,9 @@ def test_a_full_queue_sheds_with_503_and_retry_after(world):
     answers = asyncio.run(burst())
     statuses = [r.status_code for r in answers]
     shed = [r for r in answers if r.status_code == 503]
-    assert set(statuses) <= {200, 503} and shed and statuses.count(200) >= 2, statuses
+    # --queue 2: turns (reads) may hold one slot, the other is kept for a write; how many of the twelve
+    # find the slot free depends on when each arrives, so at least the first is served and some are shed
+    assert set(statuses) <= {200, 503} and shed and statuses.count(200) >= 1, statuses
     for r in shed:
         assert problem(r, 503, "overloaded") and r.headers["retry-after"] == "1"
     after = metric(httpx.get(svc.url + "/metrics").text, "cleo_requests_shed_total",

@@ -85,7 +85,7 @@ def test_a_busy_store_is_never_closed_under_its_requests(tmp_path, toy_embedder)
 
 
 def test_a_full_queue_refuses_at_once_and_a_slow_request_times_out(tmp_path, toy_embedder):
-    t = tenants(tmp_path, toy_embedder, queue=2)
+    t = tenants(tmp_path, toy_embedder, queue=3)  # two slots for reads, the third kept for a write
     gate = threading.Event()
     ran = []
 

@@ -72,7 +72,7 @@ class Spy:
 
 
 def trace_row(store, trace_id):
-    return next(r for r in read_traces(store.db) if r["id"] == trace_id)
+    return next(r for r in read_traces(store) if r["id"] == trace_id)
 
 
 def test_skipped_turn_makes_no_search_says_so_and_traces_a_null_query(recall, store, default_pack, monkeypatch):

@@ -71,7 +71,7 @@ def test_jsonl_turns(store_dir, capsys, monkeypatch, default_pack):
     assert skip["query"] is None and skip["results"] == [] and skip["context"] == default_pack.context["skipped"]
     assert correction["query"] == "We tried that one already." and correction["anchor"] is None
     with MemoryStore.open(store_dir) as store:
-        traced = list(read_traces(store.db))[-4:]
+        traced = list(read_traces(store))[-4:]
     assert [t["query"] for t in traced] == [r["query"] for r in rows]
 
 

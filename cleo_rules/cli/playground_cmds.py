@@ -39,7 +39,7 @@ def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
       cleo-rules playground --pack rules/ --port 8765 --writable-corpus
     """
     from ..pack.sources import find_pack
-    from ..serve.settings import Settings
+    from ..serve.settings import ServeSettings
 
     missing = _missing(SERVE_MODULES)
     if missing:
@@ -47,8 +47,8 @@ def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
                          f"pip install 'cleo-rules[serve]'")
     found = find_pack(pack)  # as every other command finds its pack; a pack that is not there is an error now
     try:
-        settings = Settings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
-                            writable_corpus=writable_corpus, allowed_hosts=tuple(allowed_hosts))
+        settings = ServeSettings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
+                                 writable_corpus=writable_corpus, allowed_hosts=tuple(allowed_hosts))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

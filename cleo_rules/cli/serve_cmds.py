@@ -12,7 +12,7 @@ import click
 
 from ..errors import MissingExtra, UsageError
 from ..extras import is_postgres_url
-from ..serve.settings import DEFAULTS, Settings
+from ..serve.settings import DEFAULTS, ServeSettings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
 MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers")
@@ -32,6 +32,13 @@ allowed_hosts_option = click.option(
          "on this machine): 'cleo.example.com', '.example.com' for it and its subdomains, an IP address; "
          "comma-separated or repeated. Without --keys any other Host is refused (403), against DNS rebinding; "
          "with --keys the Host is checked only when this is given.")
+
+
+DRAIN_HELP = ("Seconds from SIGTERM to exit: requests in flight finish meanwhile; an ingest still running at half "
+              "of it stops after its batch and answers 503 with the lines stored.")
+READ_HELP = "Seconds a client has to send a request's headers, then its body (then 408, connection closed)."
+IN_FLIGHT_HELP = ("Bytes of request bodies held while being read, all requests together; a body over it gets 503 "
+                  "with Retry-After (at least the largest body allowed).")
 
 
 def _limit(name: str, help: str, kind: Any = int, **kwargs):
@@ -55,7 +62,8 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
 @click.option("--port", default=DEFAULTS["port"], show_default=True, type=click.IntRange(0, 65535))
 @click.option("--keys", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Key file (sha256 of each key and the tenants it may use); every /v1 request then needs "
-                   "'Authorization: Bearer KEY'.")
+                   "'Authorization: Bearer KEY'. Read again when it changes and on SIGHUP (a file that does not "
+                   "load then keeps the keys read before).")
 @click.option("--new-key", default=None, metavar="TENANTS",
               help="Make a key for TENANTS ('a,b' or '*'), append its hash to --keys FILE, print the key, exit.")
 @_limit("max_body_bytes", "Largest JSON body.", click.IntRange(1))
@@ -72,8 +80,11 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
 @_limit("queue", "Turns and ingests one tenant may have running or waiting; more get 503 with Retry-After.",
         click.IntRange(1))
 @_limit("open_stores", "Idle tenant stores kept open (least recently used closed first).", click.IntRange(1))
-@_limit("watch_interval", "Seconds between polls of the pack directory (0: do not watch).", click.FloatRange(min=0))
-@_limit("drain_timeout", "Seconds to finish requests in flight on SIGTERM.", click.FloatRange(min=0, min_open=True))
+@_limit("watch_interval", "Seconds between polls of the pack directory and the key file (0: do not watch; "
+                          "SIGHUP still reads the key file).", click.FloatRange(min=0))
+@_limit("drain_timeout", DRAIN_HELP, click.FloatRange(min=0, min_open=True))
+@_limit("read_timeout", READ_HELP, click.FloatRange(min=0, min_open=True))
+@_limit("max_body_bytes_in_flight", IN_FLIGHT_HELP, click.IntRange(1))
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every request.")
 @click.option("--writable-corpus", is_flag=True,
               help="Let the playground (at /) append saved regressions to corpus/regressions.yaml beside the pack "
@@ -89,7 +100,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
     tenant is a schema of that database, which all the processes share.
     Errors are application/problem+json; the OpenAPI document is at
     /openapi.json; the playground for conversation designers is at /.
-    SIGTERM drains requests in flight and closes the stores.
+    SIGTERM drains requests in flight and closes the stores; SIGHUP reads
+    the key file again.
 
     \b
     Examples:
@@ -118,9 +130,9 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         if missing:
             raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
     try:
-        settings = Settings(pack=pack, require=require, memory=memory, model=model, host=host, port=port, keys=keys,
-                            access_log=access_log, writable_corpus=writable_corpus,
-                            allowed_hosts=tuple(allowed_hosts), **limits)
+        settings = ServeSettings(pack=pack, require=require, memory=memory, model=model, host=host, port=port,
+                                 keys=keys, access_log=access_log, writable_corpus=writable_corpus,
+                                 allowed_hosts=tuple(allowed_hosts), **limits)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if pack is not None:

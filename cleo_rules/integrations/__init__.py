@@ -18,6 +18,13 @@ last user message with the turns before it, and
 ``cleo_rules.integrations.llama_index``  :class:`~cleo_rules.integrations.llama_index.CleoRulesRetriever`
                                           (``pip install 'cleo-rules[llama-index]'``)
 
+Both read history items as the rest of cleo-rules does: an item they cannot
+read is a :class:`~cleo_rules.history.HistoryError` naming it (``history[3]``,
+its position in the list given), never a framework's own error. Both refuse a
+message, or a history item's text, longer than ``max_message_chars``
+(default :data:`MAX_MESSAGE_CHARS`, the service's default) as the service
+does: a ``ValueError`` naming it, before anything is classified or searched.
+
 Importing this package imports neither framework.
 """
 
@@ -25,12 +32,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DECISION_EVENT", "METADATA_KEY", "classifier", "decision_metadata", "text_of"]
+from ..history import HistoryError
+
+__all__ = ["DECISION_EVENT", "MAX_MESSAGE_CHARS", "METADATA_KEY", "check_item", "check_limit", "check_message",
+           "classifier", "content_chars", "decision_metadata", "text_of"]
 
 #: where each result's metadata carries the decision
 METADATA_KEY = "cleo_rules"
 #: the name of the event that carries each decision (a LangChain custom event)
 DECISION_EVENT = "cleo_rules.decision"
+#: the longest message, and text of one history item, an adapter takes by default: the service's own default
+#: (``cleo-rules serve --max-message-chars``)
+MAX_MESSAGE_CHARS = 10_000
 
 
 def classifier(pack: Any = None):
@@ -71,3 +84,38 @@ def text_of(content) -> str | None:
                                            and isinstance(p.get("text"), str))]
         return " ".join(t for t in texts if t is not None) if texts else None
     return None
+
+
+def content_chars(content) -> int:
+    """How many characters of text a message's content holds, as the service counts them: a string's, or its
+    text parts' in all."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, (list, tuple)):
+        return sum(len(p) if isinstance(p, str) else len(p["text"]) for p in content
+                   if isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str)))
+    return 0
+
+
+def check_limit(max_chars) -> int:
+    """``max_chars`` when it is a positive whole number; a ``ValueError`` otherwise."""
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ValueError(f"max_message_chars must be a positive whole number, not {max_chars!r}")
+    return max_chars
+
+
+def check_message(message: str, max_chars: int | None) -> str:
+    """``message``, or a ``ValueError`` when it is longer than ``max_chars`` (None: no limit)."""
+    if max_chars is not None and len(message) > max_chars:
+        raise ValueError(f"message is {len(message)} characters; the limit is {max_chars} (max_message_chars)")
+    return message
+
+
+def check_item(index: int, content, max_chars: int | None) -> None:
+    """A :class:`~cleo_rules.history.HistoryError` naming ``history[index]`` when its text is over ``max_chars``."""
+    if max_chars is None:
+        return
+    chars = content_chars(content)
+    if chars > max_chars:
+        raise HistoryError(index, f"its text is {chars} characters; the limit is {max_chars} "
+                                  "(max_message_chars)")

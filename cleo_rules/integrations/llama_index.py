@@ -22,6 +22,16 @@ The conversation comes from one of:
   ``ContextChatEngine``, which retrieves before it stores the new message;
 * ``retrieve(message)`` without memory: one message with no history.
 
+Besides ``ChatMessage`` objects, a conversation's items may be the history
+items of the rest of cleo-rules: a string (a user message) or
+``{"role": "user" | "assistant", "content": ...}``, read by the same rules
+(:mod:`cleo_rules.history`). Any other item is a
+:class:`~cleo_rules.history.HistoryError` naming ``history[i]`` (its position
+in the list given), and a conversation that is not a list a ``TypeError``. A
+message, or a history item's text, longer than ``max_message_chars``
+(default 10,000, the service's) is a ``ValueError`` naming it, before
+anything is classified or searched.
+
 The base retriever is called with the shaped query; each node it returns
 comes back as a copy whose metadata carries the decision under
 ``"cleo_rules"`` (:func:`cleo_rules.integrations.decision_metadata`), kept
@@ -36,7 +46,7 @@ Needs ``llama-index-core`` (``pip install 'cleo-rules[llama-index]'``).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -47,7 +57,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.base import BaseEvent
 
-from . import METADATA_KEY, classifier, decision_metadata
+from ..history import HistoryError, read_history
+from . import MAX_MESSAGE_CHARS, METADATA_KEY, check_item, check_limit, check_message, classifier, decision_metadata
 
 __all__ = ["CleoRulesDecisionEvent", "CleoRulesRetriever", "METADATA_KEY", "read_chat"]
 
@@ -73,24 +84,53 @@ def _role(message: ChatMessage) -> str | None:
     return _ROLES.get(str(getattr(message.role, "value", message.role)).lower())
 
 
-def _history(messages: Sequence[ChatMessage]) -> list[dict]:
+def _turn(index: int, item) -> tuple[str | None, str | None]:
+    """``(role, text)`` of one item of a conversation: a ``ChatMessage`` or a history item of cleo-rules' own
+    format; ``(None, None)`` for one passed over (another role, a reply with no text)."""
+    if isinstance(item, ChatMessage):
+        return _role(item), item.content
+    if isinstance(item, (str, Mapping)):
+        try:
+            said = read_history((item,))  # the one format, read by the one reader
+        except HistoryError as exc:
+            raise HistoryError(index, str(exc).removeprefix("history[0]: ")) from None
+        return (said[0].role, said[0].content) if said else (None, None)
+    raise HistoryError(index, f"an item must be a ChatMessage, a string or {{\"role\", \"content\"}}, found "
+                              f"{type(item).__name__}")
+
+
+def _turns(messages) -> list[tuple[str | None, str | None]]:
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise TypeError("the conversation must be a list of chat messages, oldest first, not "
+                        f"{type(messages).__name__}")
+    return [_turn(index, item) for index, item in enumerate(messages)]
+
+
+def _history(turns: Sequence[tuple[str | None, str | None]], max_chars: int | None) -> list[dict]:
     out = []
-    for message in messages:
-        role, text = _role(message), message.content
+    for index, (role, text) in enumerate(turns):
         if role is None or text is None or (role == "assistant" and (not text or text.isspace())):
             continue
+        check_item(index, text, max_chars)
         out.append({"role": role, "content": text})
     return out
 
 
-def read_chat(messages: Sequence[ChatMessage]) -> tuple[str, list[dict]]:
+def read_chat(messages: Sequence[Any], *, max_chars: int | None = None) -> tuple[str, list[dict]]:
     """``(message, history)``: the last user message and the conversation before it.
 
-    Raises ``ValueError`` when no user message holds text.
+    ``messages`` holds ``ChatMessage`` objects or history items of
+    cleo-rules' own format (see the module docstring). Raises ``ValueError``
+    when no user message holds text, or a message's text is longer than
+    ``max_chars`` (None: no limit); :class:`~cleo_rules.history.HistoryError`
+    for an item that cannot be read; ``TypeError`` when ``messages`` is not
+    a list.
     """
-    for index in range(len(messages) - 1, -1, -1):
-        if _role(messages[index]) == "user" and messages[index].content is not None:
-            return messages[index].content or "", _history(messages[:index])
+    turns = _turns(messages)
+    for index in range(len(turns) - 1, -1, -1):
+        role, text = turns[index]
+        if role == "user" and text is not None:
+            return check_message(text, max_chars), _history(turns[:index], max_chars)
     raise ValueError("the conversation has no user message to classify")
 
 
@@ -102,24 +142,27 @@ class CleoRulesRetriever(BaseRetriever):
     installed pack's name, or None for the bundled ``cleo-en``. ``memory``
     (anything with ``get_all()`` returning ``ChatMessage`` objects) gives
     ``retrieve`` its history. ``metadata_key`` names the metadata entry
-    that carries the decision.
+    that carries the decision. ``max_message_chars`` is the longest message,
+    and text of one history item, it takes (the service's default; longer is
+    a ``ValueError``).
     """
 
     def __init__(self, retriever: BaseRetriever, pack: Any = None, *, memory: Any = None,
                  metadata_key: str = METADATA_KEY, callback_manager: CallbackManager | None = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, max_message_chars: int = MAX_MESSAGE_CHARS) -> None:
         super().__init__(callback_manager=callback_manager or getattr(retriever, "callback_manager", None),
                          verbose=verbose)
         self.retriever = retriever
         self.memory = memory
         self.metadata_key = metadata_key
+        self.max_message_chars = check_limit(max_message_chars)
         self._classifier = classifier(pack)
 
     # -- the conversation --------------------------------------------------------------------
 
     def retrieve_chat(self, messages: Sequence[ChatMessage]) -> list[NodeWithScore]:
         """The nodes for the conversation's last user message (none on a skipped turn)."""
-        message, history = read_chat(messages)
+        message, history = read_chat(messages, max_chars=self.max_message_chars)
         token = _chat_history.set(tuple(history))
         try:
             return self.retrieve(message)
@@ -127,7 +170,7 @@ class CleoRulesRetriever(BaseRetriever):
             _chat_history.reset(token)
 
     async def aretrieve_chat(self, messages: Sequence[ChatMessage]) -> list[NodeWithScore]:
-        message, history = read_chat(messages)
+        message, history = read_chat(messages, max_chars=self.max_message_chars)
         token = _chat_history.set(tuple(history))
         try:
             return await self.aretrieve(message)
@@ -140,7 +183,7 @@ class CleoRulesRetriever(BaseRetriever):
             return given
         if self.memory is None:
             return ()
-        earlier = _history(list(self.memory.get_all()))
+        earlier = _history(_turns(list(self.memory.get_all())), self.max_message_chars)
         if earlier and earlier[-1]["role"] == "user" and earlier[-1]["content"] == message:
             earlier = earlier[:-1]  # a memory that already holds this very message
         return earlier
@@ -148,7 +191,7 @@ class CleoRulesRetriever(BaseRetriever):
     # -- retrieving --------------------------------------------------------------------------
 
     def _decide(self, query_bundle: QueryBundle):
-        message = query_bundle.query_str
+        message = check_message(query_bundle.query_str, self.max_message_chars)
         decision = self._classifier.classify(message, self._history_for(message))
         data = decision_metadata(decision)
         dispatcher.event(CleoRulesDecisionEvent(decision=data, message=message))

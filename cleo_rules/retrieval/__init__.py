@@ -13,26 +13,45 @@ importing this package loads neither ONNX Runtime nor torch).
 
 The modules, each with one job:
 
-``schema``   the SQLite tables, one description per :class:`Source`, the shared SQL
-``records``  checking a record and preparing it for writing (:class:`~.records.PreparedItem`)
-``chunk``    cutting conversations into snippets and documents into passages
-``ingest``   reading JSON Lines in batches (:class:`IngestReport`)
-``index``    one hnswlib index file, verified by its sidecar before it is loaded
-``indexes``  the store's indexes kept in line with SQLite (:class:`~.indexes.IndexSet`)
-``embed``    the embedding model: :class:`~.embed.Embedder`, its backend and thread count
+``memory``         the :class:`Memory` protocol and the values it returns
+``options``        :class:`StoreOptions`, how a store is opened, the same for both backends
+``base``           :class:`~.base.MemoryBase`: what both backends share (the embedder and its checks, writes
+                   planned and embedded, every argument checked, hits made responses)
+``tables``         the two sources (:class:`Source`) and their tables, described once for both backends
+``records``        checking a record and preparing it for writing (:class:`~.records.PreparedItem`)
+``chunk``          cutting conversations into snippets and documents into passages
+``ingest``         reading JSON Lines in batches (:class:`IngestReport`)
+``traces``         where each backend keeps its turn traces (one query in either SQL dialect)
+``embed``          the embedding model: :class:`~.embed.Embedder`, its backend and thread count
 ``onnx_backend``   the default backend: the shipped ONNX export on ONNX Runtime
 ``torch_backend``  the reference backend: sentence-transformers on torch
+``encoding``       the model check, the lazy model load and a checked encode
 ``provenance``     what made a store's vectors, recorded, and the probe check of a new embedder
-``memory``   the :class:`Memory` protocol and the values it returns
-``store``    :class:`MemoryStore`, the façade over all of the above
+``locate``         :func:`~.locate.open_memory`: a directory is the embedded store, a URL PostgreSQL
+
+The embedded store (SQLite and hnswlib in one directory):
+
+``store``          :class:`MemoryStore`, the façade over the modules below
+``sqlite_schema``  the SQLite tables and statements, opening the database, its errors in the store's words
+``hnsw_file``      one hnswlib index file, verified by its sidecar before it is loaded
+``index_set``      the store's indexes kept in line with SQLite (:class:`~.index_set.IndexSet`)
+``search``         index hits joined to SQLite in one statement
+
+The PostgreSQL store (``postgres``, :class:`~.postgres.PgStore`) is in the
+``pg_*`` modules (see :mod:`~cleo_rules.retrieval.postgres`). ``index``,
+``indexes`` and ``schema`` are the old names of ``hnsw_file``, ``index_set``
+and ``sqlite_schema``/``tables``: each still gives every name it had, with a
+:class:`DeprecationWarning`.
 """
 
+from .base import MemoryBase
 from .ingest import IngestReport
 from .memory import Item, Memory, Result, SearchResponse
+from .options import StoreOptions
 from .provenance import EmbeddingNotice
 from .records import validate_record
-from .schema import Source
+from .tables import Source
 from .store import MemoryStore, StoreWarning
 
-__all__ = ["MemoryStore", "Memory", "Source", "Result", "Item", "SearchResponse", "IngestReport", "StoreWarning",
-           "EmbeddingNotice", "validate_record"]
+__all__ = ["MemoryStore", "Memory", "MemoryBase", "StoreOptions", "Source", "Result", "Item", "SearchResponse",
+           "IngestReport", "StoreWarning", "EmbeddingNotice", "validate_record"]

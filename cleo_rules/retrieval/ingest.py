@@ -188,7 +188,7 @@ class _Batches:
                 done = (f"lines 1-{self.first - 1} of {self.report.source} are stored"
                         if self.first > 1 else f"nothing from {self.report.source} was stored")
                 raise StoreError(f"{exc} ({done}; the batch from line {self.first} on was not)",
-                                code=exc.code) from exc
+                                 code=exc.code, stored_lines=self.first - 1) from exc
             for status in statuses:
                 self.report.count(status)
             self.items, self.keys = [], set()

@@ -25,14 +25,15 @@ __all__ = ["describe_location", "is_postgres_url", "open_memory"]
 def open_memory(location, embedder=None, **options) -> Memory:
     """Open the memory at ``location``: a directory (embedded) or a ``postgresql://`` URL.
 
-    ``options`` are those of :meth:`MemoryStore.open <cleo_rules.retrieval.store.MemoryStore.open>`
-    or :meth:`PgStore.open <cleo_rules.retrieval.postgres.PgStore.open>`
-    (both take ``model_path``, ``score_floor``, the chunk settings,
-    ``ef_search``, ``M``, ``ef_construction``, ``create`` and ``read_only``;
-    a URL also ``tenant``, overriding its ``?tenant=``, and ``database``, a
-    shared connection pool), passed on as given. This is the one opener:
-    every command that takes ``--db`` opens its store here, and so does
-    :meth:`Recall.open <cleo_rules.turn.Recall.open>`.
+    ``options`` go to :meth:`MemoryStore.open <cleo_rules.retrieval.store.MemoryStore.open>`
+    or :meth:`PgStore.open <cleo_rules.retrieval.postgres.PgStore.open>` as
+    given: both take ``options`` (a :class:`~cleo_rules.retrieval.options.StoreOptions`)
+    and its fields as keywords (``model_path``, ``score_floor``, the chunk
+    settings, ``ef_search``, ``M``, ``ef_construction``, ``create`` and
+    ``read_only``); a URL also ``tenant``, overriding its ``?tenant=``,
+    ``database``, a shared connection pool, ``timeout`` and ``pool_size``.
+    This is the one opener: every command that takes ``--db`` opens its
+    store here, and so does :meth:`Recall.open <cleo_rules.turn.Recall.open>`.
     """
     if is_postgres_url(location):
         with postgres_imports():

@@ -1,14 +1,17 @@
 """What the rest of cleo-rules needs from a memory, and the values a memory returns.
 
-:class:`Memory` is the protocol a memory backend implements: add and delete
+:class:`Memory` is the protocol a memory implements: add and delete
 conversations and documents, ingest JSON Lines, search (title, date and text
 of every hit come in one batched lookup), get pieces by item id, report
-statistics, and keep the turn traces (a :class:`~cleo_rules.trace.TraceSink`).
-Two backends implement it: :class:`~cleo_rules.retrieval.store.MemoryStore`
-(SQLite and hnswlib in one directory, the embedded default) and
-:class:`~cleo_rules.retrieval.postgres.PgStore` (PostgreSQL with pgvector, for
-many servers and many tenants); :func:`~cleo_rules.retrieval.locate.open_memory`
-picks one by location. :class:`~cleo_rules.turn.Recall`,
+statistics, rebuild, close, and keep the turn traces (a
+:class:`~cleo_rules.trace.TraceSink`). Two backends implement it:
+:class:`~cleo_rules.retrieval.store.MemoryStore` (SQLite and hnswlib in one
+directory, the embedded default) and
+:class:`~cleo_rules.retrieval.postgres.PgStore` (PostgreSQL with pgvector,
+for many servers and many tenants); :func:`~cleo_rules.retrieval.locate.open_memory`
+picks one by location. Both derive most of it from one base,
+:class:`~cleo_rules.retrieval.base.MemoryBase`, whose notes list what a
+backend provides. :class:`~cleo_rules.turn.Recall`,
 :mod:`cleo_rules.relevance`, the CLI and the service use nothing beyond this
 protocol.
 
@@ -23,15 +26,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..jsonl import without_lone_surrogates
 from ..trace import TraceSink
-from .schema import Source
+from .tables import Source
 
 
 @dataclass(frozen=True)
 class Item:
     """One stored snippet or passage, with its conversation's or document's title and date.
 
-    ``source`` is a :class:`~cleo_rules.retrieval.schema.Source` value
+    ``source`` is a :class:`~cleo_rules.kinds.Source` value
     (``"conversation"`` or ``"document"``); ``id`` the conversation's or
     document's id as ingested; ``item`` the piece's own id (``"<id>#s<n>"``
     or ``"<id>#p<n>"``).
@@ -120,6 +124,16 @@ def check_sources(sources: str | Iterable[str]) -> tuple[Source, ...]:
     return tuple(_BY_VALUE[s] for s in names)
 
 
+def check_query(query) -> str:
+    """``query`` if it is a string with more than white space (a lone surrogate as U+FFFD); ``TypeError`` or
+    ``ValueError`` otherwise."""
+    if not isinstance(query, str):
+        raise TypeError(f"search query must be a non-empty string, not {type(query).__name__}")
+    if not query.strip():
+        raise ValueError("search query must be a non-empty string")
+    return without_lone_surrogates(query)  # not Unicode: a tokenizer refuses it, a JSON writer too
+
+
 def check_k(k) -> int:
     """``k`` if it is a positive integer; ``TypeError`` or ``ValueError`` otherwise."""
     if not isinstance(k, int) or isinstance(k, bool):
@@ -133,22 +147,20 @@ def check_k(k) -> int:
 class Memory(Protocol):
     """The memory a turn searches: past conversations and documents.
 
-    Every method of :class:`~cleo_rules.retrieval.store.MemoryStore` listed
-    here is part of the contract; its docstrings give the details, and the
-    same test-suite (``tests/test_memory_backends.py``) holds both backends
-    to it.
+    These twelve members are the contract; the docstrings of
+    :class:`~cleo_rules.retrieval.base.MemoryBase` (which gives both
+    backends all but ``traces``, ``ingest_jsonl``, ``rebuild``, ``stats``
+    and ``close``) and :class:`~cleo_rules.retrieval.store.MemoryStore`
+    give the details, and one test-suite (``tests/test_memory_backends.py``)
+    holds both backends to them. What can be had from these is not part of
+    it: a backend's ``model_name`` and ``dim`` are in :meth:`stats`, and
+    ``with`` comes with :meth:`close` (both backends have all three).
     """
 
     @property
     def traces(self) -> TraceSink:
         """Where turn traces are kept (:class:`~cleo_rules.trace.Tracer` writes there)."""
         ...
-
-    @property
-    def model_name(self) -> str | None: ...
-
-    @property
-    def dim(self) -> int | None: ...
 
     def add_conversation(self, id: str, title: str, date: str, messages: Sequence[dict]) -> str: ...
 
@@ -164,17 +176,13 @@ class Memory(Protocol):
     def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),
                        floor: float | None = None) -> Any: ...
 
+    def get(self, items: Iterable[str]) -> dict[str, Item]: ...
+
     def ingest_jsonl(self, path_or_lines, strict: bool = False, progress=None, *,
                      batch_size: int = 32) -> Any: ...
-
-    def get(self, items: Iterable[str]) -> dict[str, Item]: ...
 
     def stats(self) -> dict: ...
 
     def rebuild(self, *, reembed: bool = False) -> dict: ...
 
     def close(self) -> None: ...
-
-    def __enter__(self) -> Any: ...
-
-    def __exit__(self, *exc) -> Any: ...

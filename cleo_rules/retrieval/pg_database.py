@@ -10,12 +10,11 @@ for ``timeout`` seconds is E307.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
@@ -25,9 +24,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import StoreError
 from .pg_schema import display_url, quote
 
-__all__ = ["Database", "guarded", "pg_error"]
-
-_F = TypeVar("_F", bound=Callable)
+__all__ = ["Database", "pg_error"]
 
 # -- errors ------------------------------------------------------------------------------------
 
@@ -47,19 +44,6 @@ def pg_error(exc: BaseException, where) -> StoreError:
                           code="E306")
     return StoreError(f"memory store {where}: PostgreSQL error: {text}")
 
-
-
-def guarded(method: _F) -> _F:
-    """Any psycopg error inside the method becomes a :class:`StoreError` that says what to do."""
-
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except psycopg.Error as exc:
-            raise pg_error(exc, self.location) from exc
-
-    return cast(_F, guarded)
 
 
 # -- the database and its pool -----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Tenant names and schema names: a mapping no two tenants can share, and its inverse.
 
-A tenant's name is ``[a-z0-9][a-z0-9_-]{0,62}``; PostgreSQL keeps at most
+A tenant's name is :data:`~cleo_rules.tenant_names.TENANT_SYNTAX`; PostgreSQL keeps at most
 63 bytes of a schema's name. A tenant whose name fits beside the prefix (58
 characters or fewer) lives in ``cleo_<tenant>``, as it always has. A longer
 name does not fit, so its schema keeps the name's head and writes the rest
@@ -26,14 +26,13 @@ an operator must say (see :mod:`~cleo_rules.retrieval.pg_owners`).
 from __future__ import annotations
 
 import hashlib
-import re
 
-__all__ = ["MAX_IDENTIFIER", "SCHEMA_PREFIX", "TENANT_PATTERN", "ambiguous", "legacy_schema_name", "schema_name",
-           "tenant_of", "valid_tenant"]
+from ..tenant_names import TENANT_PATTERN, TENANT_SYNTAX, not_a_tenant, valid_tenant
+
+__all__ = ["MAX_IDENTIFIER", "SCHEMA_PREFIX", "TENANT_PATTERN", "TENANT_SYNTAX", "ambiguous", "legacy_schema_name",
+           "schema_name", "tenant_of", "valid_tenant"]  # the tenant names' are cleo_rules.tenant_names', kept here too
 
 SCHEMA_PREFIX = "cleo_"
-TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-"""A tenant's name, as the service accepts it: lower-case letters, digits, ``_`` and ``-``."""
 
 MAX_IDENTIFIER = 63  # PostgreSQL's NAMEDATALEN - 1
 ROOM = MAX_IDENTIFIER - len(SCHEMA_PREFIX)
@@ -48,10 +47,6 @@ _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _DIGIT_VALUE = {c: n for n, c in enumerate(_DIGITS)}
 _LEGACY_HEAD = MAX_IDENTIFIER - 13  # the old mapping's cut: prefix and 45 characters, then "_" and 12 hex digits
 _HEX = frozenset("0123456789abcdef")
-
-
-def valid_tenant(name) -> bool:
-    return isinstance(name, str) and TENANT_PATTERN.fullmatch(name) is not None
 
 
 def _tail_number(tail: str) -> int:
@@ -94,7 +89,7 @@ def schema_name(tenant: str) -> str:
     ``tenant`` must be a valid tenant name (``ValueError`` otherwise).
     """
     if not valid_tenant(tenant):
-        raise ValueError(f"{str(tenant)[:80]!r} is not a tenant name: [a-z0-9][a-z0-9_-]{{0,62}}")
+        raise ValueError(not_a_tenant(tenant))
     if len(tenant) <= ROOM:
         return SCHEMA_PREFIX + tenant
     tail = _split(len(tenant))

@@ -27,7 +27,8 @@ from typing import LiteralString, cast
 import psycopg
 
 from ..errors import StoreError, UsageError
-from .pg_names import ambiguous, legacy_schema_name, schema_name, tenant_of, valid_tenant
+from ..tenant_names import not_a_tenant, valid_tenant
+from .pg_names import ambiguous, legacy_schema_name, schema_name, tenant_of
 from .pg_schema import quote
 
 __all__ = ["OWNER_KEY", "SchemaEntry", "adopt", "judge", "legacy_claim", "list_schemas", "refusal"]
@@ -184,7 +185,7 @@ def adopt(database, schema: str, tenant: str) -> dict:
     the tenant has another schema already.
     """
     if not valid_tenant(tenant):
-        raise UsageError(f"{str(tenant)[:80]!r} is not a tenant name: [a-z0-9][a-z0-9_-]{{0,62}}")
+        raise UsageError(not_a_tenant(tenant))
     target = schema_name(tenant)
     with database.connection() as conn, conn.transaction():
         for key in sorted({lock_key(schema), lock_key(target)}):  # what creates or migrates them waits

@@ -10,7 +10,7 @@ goes through. Tenant ``acme`` lives in schema ``cleo_acme``
 (:func:`~cleo_rules.retrieval.pg_names.schema_name`: no two tenants share
 one, however long their names), whose ``meta`` row ``tenant`` records whose
 it is (:mod:`~cleo_rules.retrieval.pg_owners`): the same tables as the embedded store's SQLite
-database (:data:`~cleo_rules.retrieval.schema.TABLES` describes both), with
+database (:data:`~cleo_rules.retrieval.tables.TABLES` describes both), with
 each snippet's and passage's vector in a ``vector(dim)`` column under an
 HNSW index (``vector_cosine_ops``), and the turn traces beside them.
 
@@ -31,8 +31,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import StoreError
 from ..kinds import Source
-from .pg_names import schema_name, valid_tenant
-from .schema import TABLES, SourceTable
+from ..tenant_names import not_a_tenant, valid_tenant
+from .pg_names import schema_name
+from .tables import TABLES, SourceTable
 
 __all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",
            "parse_location", "schema_name"]
@@ -79,7 +80,7 @@ def parse_location(location: str, tenant: str | None = None) -> Location:
     rest = [(k, v) for k, v in query if k != "tenant"]
     chosen = tenant if tenant is not None else (named[-1] if named else DEFAULT_TENANT)
     if not valid_tenant(chosen):
-        raise ValueError(f"{str(chosen)[:80]!r} is not a tenant name: [a-z0-9][a-z0-9_-]{{0,62}}")
+        raise ValueError(not_a_tenant(chosen))
     url = _join(parts.scheme, parts.netloc, parts.path, urlencode(rest, safe="/:"), parts.fragment)
     return Location(url, chosen)
 

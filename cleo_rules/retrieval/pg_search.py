@@ -11,17 +11,14 @@ statements.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 
 import numpy as np
 
-from ..errors import StoreError
-from ..jsonl import without_lone_surrogates
-from .memory import Item, Result, SearchResponse, check_k, check_sources
-from .pg_database import guarded
+from .base import ORDER, names, ranked
+from .memory import Result, SearchResponse
 from .pg_schema import METADATA_BY_ITEM, search_sql
 from .pg_tenant import TenantSchema
-from .schema import TABLES, Source, source_of_item
+from .tables import TABLES, Source
 
 __all__ = ["MAX_EF_SEARCH", "PgSearch"]
 
@@ -33,76 +30,27 @@ MAX_EF_SEARCH = 1000
 class PgSearch(TenantSchema):
     """The reading half of :class:`~cleo_rules.retrieval.postgres.PgStore`: get by ids and search."""
 
-    @guarded
-    def get(self, items: Iterable[str]) -> dict[str, Item]:
-        """The snippets and passages with these item ids, in the order asked, from one statement.
-
-        Ids that are not in the store (deleted since, or never stored) are left out.
-        """
-        self._check_open()
-        if isinstance(items, (str, bytes)):
-            raise TypeError("get() takes an iterable of item ids, not a single string")
-        wanted: dict[str, list[str]] = {s.value: [] for s in Source}
-        order = list(dict.fromkeys(items))
-        for item in order:
-            if not isinstance(item, str):
-                raise TypeError(f"item ids are strings, not {type(item).__name__}")
-            source = source_of_item(item)
-            if source is not None and "\x00" not in item:  # no stored id holds a NUL (no PostgreSQL text can)
-                wanted[source.value].append(item)
-        if not any(wanted.values()):
-            return {}
+    def _fetch_items(self, wanted: dict[Source, list[str]]) -> list[tuple]:
         with self._connection() as conn:
-            rows = conn.execute(self._sql(METADATA_BY_ITEM), wanted).fetchall()
-        found = {item: Item(source, pid, item, title, date, text) for source, _, item, pid, title, date, text in rows}
-        return {item: found[item] for item in order if item in found}
+            return conn.execute(self._sql(METADATA_BY_ITEM), {s.value: ids for s, ids in wanted.items()}).fetchall()
 
-    @guarded
-    def search(self, query: str, k: int = 5, sources: str | Iterable[str] = tuple(Source),
-               floor: float | None = None) -> SearchResponse:
-        """The ``k`` snippets and passages most similar to ``query``, best first.
+    def _search_query(self, query: str, k: int, sources: tuple[Source, ...], floor: float | None):
+        """``timings["search"]`` covers the nearest-neighbour scan and the join for title, date and text, which is
+        the same statement, so ``timings["metadata"]`` is 0."""
+        responses, timings = self._search(None, [query], k, sources, floor)
+        loading = timings.pop("model_load", 0.0)
+        return responses[0].results, timings, loading
 
-        The same arguments, checks and results as :meth:`MemoryStore.search
-        <cleo_rules.retrieval.store.MemoryStore.search>`. ``timings["search"]``
-        covers the nearest-neighbour scan and the join for title, date and
-        text, which is the same statement, so ``timings["metadata"]`` is 0.
-        """
-        self._check_open()
-        if not isinstance(query, str):
-            raise TypeError(f"search query must be a non-empty string, not {type(query).__name__}")
-        if not query.strip():
-            raise ValueError("search query must be a non-empty string")
-        query = without_lone_surrogates(query)
-        k = check_k(k)
-        chosen = check_sources(sources)
-        start = time.perf_counter()
-        responses, timings = self._search(None, [query], k, chosen, floor)
-        timings["total"] = time.perf_counter() - start - timings.get("model_load", 0.0)
-        return SearchResponse(query, k, _names(chosen), responses[0].results, timings)
-
-    @guarded
-    def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),
-                       floor: float | None = None):
-        """Search with precomputed query vectors: shape ``(dim,)`` gives one response, ``(n, dim)`` a list of n.
-
-        All of them are answered by the same two statements.
-        """
-        self._check_open()
-        k = check_k(k)
-        chosen = check_sources(sources)
-        array = np.asarray(vectors, dtype=np.float32)
-        if array.ndim not in (1, 2):
-            raise ValueError(f"query vectors must have shape (dim,) or (n, dim), not {array.shape}")
-        single = array.ndim == 1
-        responses, _ = self._search(array.reshape(1, -1) if single else array, None, k, chosen, floor)
-        return responses[0] if single else responses
+    def _search_vectors(self, vectors: np.ndarray, k: int, sources: tuple[Source, ...],
+                        floor: float | None) -> list[SearchResponse]:
+        return self._search(vectors, None, k, sources, floor)[0]
 
     def _search(self, vectors: np.ndarray | None, queries: list[str] | None, k: int, sources: tuple[Source, ...],
                 floor: float | None) -> tuple[list[SearchResponse], dict]:
         """Answer queries (texts, encoded here, or vectors) with two statements in one transaction."""
-        floor = self.score_floor if floor is None else float(floor)
+        floor = self._floor(floor)
         n = len(queries) if queries is not None else len(vectors) if vectors is not None else 0
-        names = _names(sources)
+        shown = names(sources)
         timings = {"embed": 0.0, "search": 0.0, "metadata": 0.0}
         width = min(MAX_EF_SEARCH, max(self.ef_search, k))
         exact = k > MAX_EF_SEARCH  # an HNSW scan cannot return more than ef_search rows: scan the table instead
@@ -127,28 +75,21 @@ class PgSearch(TenantSchema):
                     t = time.perf_counter()
                     vectors = self._encode(list(queries or ()))
                     timings["embed"] = time.perf_counter() - t
-                if self._dim is not None and vectors.shape[1] != self._dim:
-                    raise StoreError(f"query vectors have {vectors.shape[1]} dimensions; the store's have {self._dim}")
+                self._check_dim(vectors)
                 sql = self._search_sql.get(searched)
                 if sql is None:
                     sql = self._search_sql[searched] = self._sql(search_sql(searched))
                 t = time.perf_counter()
                 rows = conn.execute(sql, {"vectors": list(vectors), "k": k}).fetchall()
                 timings["search"] = time.perf_counter() - t
-        order = {s.value: i for i, s in enumerate(TABLES)}
         found: list[list] = [[] for _ in range(n)]
         for q, source, label, item, pid, title, date, text, distance in rows:
             score = 1.0 - float(distance)
             if score >= floor:
-                found[q - 1].append((-score, order[source], label, Result(source, pid, item, title, date, text, score)))
+                found[q - 1].append((-score, ORDER[source], label, Result(source, pid, item, title, date, text, score)))
         responses = []
         total = time.perf_counter() - start
         for q in range(n):
-            hits = sorted(found[q], key=lambda t: t[:3])[:k]
-            responses.append(SearchResponse(queries[q] if queries else None, k, names, tuple(h[3] for h in hits),
+            responses.append(SearchResponse(queries[q] if queries else None, k, shown, tuple(ranked(found[q], k)),
                                             {**timings, "total": total}))
         return responses, timings
-
-
-def _names(sources: Iterable[Source]) -> tuple[str, ...]:
-    return tuple(s.value for s in sources)

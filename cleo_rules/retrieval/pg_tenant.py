@@ -4,9 +4,10 @@
 stands on: the tenant's connections (from a shared
 :class:`~cleo_rules.retrieval.pg_database.Database`), its statements (the
 templates of :mod:`~cleo_rules.retrieval.pg_schema` for its schema), the
-checks that it is open and writable, the migrations that create or upgrade
-its schema, and the embedder with the model and vector length its vectors
-were made with. Writing is :mod:`~cleo_rules.retrieval.pg_writes`, searching
+migrations that create or upgrade its schema, and the model and vector
+length its vectors were made with; the embedder and its checks are
+:class:`~cleo_rules.retrieval.base.MemoryBase`'s, shared with the embedded
+store. Writing is :mod:`~cleo_rules.retrieval.pg_writes`, searching
 :mod:`~cleo_rules.retrieval.pg_search`.
 """
 
@@ -21,68 +22,45 @@ import numpy as np
 import psycopg
 
 from ..errors import StoreError
-from .encoding import check_model, encode, load_model
-from .pg_database import Database
+from .base import MemoryBase
+from .options import StoreOptions
+from .pg_database import Database, pg_error
 from .pg_owners import OWNER_KEY, legacy_claim, lock_key, refusal
 from .pg_schema import Location, check_version, display_url, latest, quote, steps
-from .provenance import META_KEYS, EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
-from .schema import Source, now
+from .provenance import META_KEYS, EmbeddingCheck, Recorded
+from .tables import Source, now
 
 __all__ = ["TenantSchema"]
 
 
-class TenantSchema:
+class TenantSchema(MemoryBase):
     """A tenant's schema and settings; the base of :class:`~cleo_rules.retrieval.postgres.PgStore`."""
 
-    def __init__(self, database: Database, location: Location, embedder, model_path, *, score_floor: float,
-                 chunk_size: int, chunk_overlap: int, chunk_max_chars: int, ef_search: int, M: int,
-                 ef_construction: int, read_only: bool, owns_database: bool):
+    backend_errors = (psycopg.Error,)
+
+    def __init__(self, database: Database, location: Location, embedder, options: StoreOptions, *, read_only: bool,
+                 owns_database: bool):
         self.database = database
         self.location = location
         self.schema = location.schema
         self.q = quote(self.schema)
-        self.read_only = read_only
-        self.score_floor = float(score_floor)
-        self.chunk_size = chunk_size
-        self.chunk_overlap = chunk_overlap
-        self.chunk_max_chars = chunk_max_chars
-        self.ef_search = ef_search
-        self.M = M
-        self.ef_construction = ef_construction
-        self._embedder = embedder
-        self._model_path = model_path
+        self.path = str(location)  # the store's location as it may be shown (no password)
+        super().__init__(embedder, options, read_only=read_only)
         self._owns_database = owns_database
         self._model: str | None = None
         self._dim: int | None = None
-        self._closed = False
         self._search_sql: dict[tuple[Source, ...], LiteralString] = {}
         self.schema_version = 0
         self._deferring = False  # an ingest builds the HNSW indexes at its end
-        self._embedding = EmbeddingCheck(self.location, Recorded.from_meta({}))
 
-    def __repr__(self) -> str:
-        return f"PgStore({str(self.location)!r})"
-
-    @property
-    def path(self) -> str:
-        """The store's location as it may be shown (no password)."""
-        return str(self.location)
+    def _store_error(self, exc: BaseException) -> StoreError:
+        return pg_error(exc, self.location)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
         self._check_open()
         with self.database.connection(self.location) as conn:
             yield conn
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError("memory store is closed")
-
-    def _check_writable(self) -> None:
-        self._check_open()
-        if self.read_only:
-            raise StoreError(f"memory store {self.location} is open read-only; open it without read_only=True "
-                             "to change it", code="E305")
 
     def _sql(self, template: str) -> LiteralString:
         """A statement of :mod:`~cleo_rules.retrieval.pg_schema` for this tenant's schema.
@@ -195,56 +173,22 @@ class TenantSchema:
         self._model = model or None
         self._dim = int(dim) if dim else None
 
-    # -- embedding --------------------------------------------------------
-
-    @property
-    def embedder(self):
-        """The embedder, created on first use when none was given."""
-        if self._embedder is None:
-            from .embed import Embedder
-
-            self._embedder = Embedder(self._model_path)
-        return self._embedder
-
-    @property
-    def model_name(self) -> str | None:
-        """The model that made the stored vectors (None while the store has none)."""
-        return self._model
-
-    @property
-    def dim(self) -> int | None:
-        """Length of the stored vectors (None while the store has none)."""
-        return self._dim
-
-    def _check_model(self, embedder, stored: str | None = None) -> None:
-        check_model(embedder, stored if stored is not None else self._model, self.location)
-
-    def _load_model(self) -> float:
-        return load_model(self.embedder)
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        self._check_model(self.embedder)
-        if self._embedding.recorded.model is None and self._model is not None:  # another process wrote
-            self._read_embedding()
-        self._embedding.before_encode(self.embedder, self._sample_piece)
-        return encode(self.embedder, texts)
-
     # -- what made the vectors (provenance.py) ------------------------------
 
-    def _read_embedding(self, *, notice: bool = False) -> None:
-        """Read what the store records of the embedder that made its vectors; with ``notice``, say if it differs."""
+    def _stored_model(self) -> tuple[str | None, int | None]:
+        return self._model, self._dim
+
+    def _embedding_check(self) -> EmbeddingCheck:
+        """What the store records of the embedder that made its vectors, read now."""
         keys = ("model", *META_KEYS)
         with self._connection() as conn:
             meta = dict(conn.execute(self._sql("SELECT key, value FROM {s}.meta WHERE key = ANY(%s)"),
                                      [list(keys)]).fetchall())
-        db = display_url(self.location.as_url())
-        self._embedding = EmbeddingCheck(self.location, Recorded.from_meta(meta), db=db)
-        if notice:
-            self._embedding.at_open(self.embedder)
+        return EmbeddingCheck(self.location, Recorded.from_meta(meta), db=display_url(self.location.as_url()))
 
     def _record_embedding(self, conn, embedder) -> None:
         """Inside the caller's transaction: record ``embedder``'s backend, model hash, runtime and probe vector."""
-        rows = meta_rows(embedder_provenance(embedder), probe_vector(embedder))
+        rows = self._embedding_rows(embedder)
         with conn.cursor() as cur:
             cur.executemany(self._sql("INSERT INTO {s}.meta (key, value) VALUES (%s, %s) "
                                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value"), rows)

@@ -24,18 +24,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import IngestError, StoreError
+from ..errors import StoreError
+from .base import guarded
 from .ingest import IngestReport, ingest_lines, open_lines
-from .pg_database import guarded
 from .pg_owners import lock_key
 from .pg_schema import EXISTING_SQL, create_index_sql, index_name, insert_messages_sql, insert_piece_sql, upsert_parent_sql
 from .pg_tenant import TenantSchema
-from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
-from .schema import TABLES, Source, now
+from .records import PreparedItem
+from .tables import TABLES, Source, now
 
 __all__ = ["PgWrites"]
-
-Status = str
 
 INDEX_BUILD_MEMORY = "256MB"
 """``maintenance_work_mem`` while an HNSW index is built in one go: pgvector builds fastest when the graph fits."""
@@ -44,12 +42,10 @@ INDEX_BUILD_MEMORY = "256MB"
 class PgWrites(TenantSchema):
     """The writing half of :class:`~cleo_rules.retrieval.postgres.PgStore`."""
 
-    def _prepare(self, record: dict) -> PreparedItem:
-        return prepare(record, self.chunk_size, self.chunk_overlap, self.chunk_max_chars)
-
-    def _existing_hashes(self, conn, items: Sequence[PreparedItem]) -> dict[tuple[Source, str], str]:
+    def _existing_hashes(self, items: Sequence[PreparedItem]) -> dict[tuple[Source, str], str]:
         ids = {s.value: [item.id for item in items if item.source is s] for s in Source}
-        rows = conn.execute(self._sql(EXISTING_SQL), ids).fetchall()
+        with self._connection() as conn:
+            rows = conn.execute(self._sql(EXISTING_SQL), ids).fetchall()
         return {(Source(source), i): h for source, i, h in rows}
 
     def _set_model(self, conn, name: str, dim: int) -> None:
@@ -115,27 +111,10 @@ class PgWrites(TenantSchema):
                     self._build_indexes(conn, missing)
         return time.perf_counter() - start
 
-    @guarded
-    def _write(self, items: Sequence[PreparedItem], timings: dict | None = None) -> list[Status]:
-        """Store prepared items (ids unique within the call) in one transaction; return each one's status."""
-        self._check_writable()
-        timings = timings if timings is not None else {}
-        t0 = time.perf_counter()
-        with self._connection() as conn:
-            existing = self._existing_hashes(conn, items)
-        statuses, todo = plan_writes(items, existing)
-        t1 = time.perf_counter()
-        if not todo:
-            timings["sql"] = timings.get("sql", 0.0) + t1 - t0
-            return statuses
-        loading = self._load_model()
-        if loading:
-            timings["model_load"] = timings.get("model_load", 0.0) + loading
-        t_encode = time.perf_counter()
-        vectors = self._encode([piece.text for item in todo for piece in item.pieces])
-        t2 = time.perf_counter()
+    def _commit(self, todo: Sequence[PreparedItem], vectors: np.ndarray) -> None:
+        """Write ``todo`` in one transaction, each source's items in id order; the HNSW indexes follow the inserts
+        (or are built at the end of an ingest), so nothing is left to apply."""
         stamp = now()
-        recorded = self._model is not None
         with self._connection() as conn, conn.transaction():
             self._set_model(conn, getattr(self.embedder, "model_name", "unknown"), vectors.shape[1])
             row = 0
@@ -147,13 +126,6 @@ class PgWrites(TenantSchema):
                 for source, group in rows.items():
                     if group:
                         self._replace(cur, TABLES[source], sorted(group, key=lambda g: g[0].id), stamp, vectors)
-        if not recorded:  # this write recorded the model (or found another process's): read what made the vectors
-            self._read_embedding()
-        t3 = time.perf_counter()
-        timings["sql"] = timings.get("sql", 0.0) + (t1 - t0) + (t3 - t2)
-        timings["embed"] = timings.get("embed", 0.0) + (t2 - t_encode)
-        timings.setdefault("index", 0.0)  # the HNSW index is updated by the inserts themselves, or built at the end
-        return statuses
 
     def _replace(self, cur, table, group: list[tuple[PreparedItem, int]], stamp: str, vectors: np.ndarray) -> None:
         """Write items of one source over their old versions (inside the caller's transaction).
@@ -177,25 +149,6 @@ class PgWrites(TenantSchema):
             cur.executemany(self._sql(insert_piece_sql(table)), pieces)
 
     @guarded
-    def _add(self, record: dict) -> Status:
-        self._check_writable()
-        problems = validate_record(record)
-        if problems:
-            message, described = invalid_argument(record, problems)
-            raise IngestError(message, described)
-        return self._write([self._prepare(record)])[0]
-
-    def add_conversation(self, id: str, title: str, date: str, messages) -> Status:
-        """Store a conversation and its snippets; see :meth:`MemoryStore.add_conversation
-        <cleo_rules.retrieval.store.MemoryStore.add_conversation>`."""
-        messages = list(messages) if isinstance(messages, (list, tuple)) else messages
-        return self._add({"type": "conversation", "id": id, "title": title, "date": date, "messages": messages})
-
-    def add_document(self, id: str, title: str, date: str, text: str) -> Status:
-        """Store a document and its passages; re-adding an id replaces it."""
-        return self._add({"type": "document", "id": id, "title": title, "date": date, "text": text})
-
-    @guarded
     def _delete(self, source: Source, id: str) -> bool:
         self._check_writable()
         table = TABLES[source]
@@ -205,14 +158,6 @@ class PgWrites(TenantSchema):
             # pieces and messages go with their parent (ON DELETE CASCADE), in the same transaction
             gone = conn.execute(self._sql(f"DELETE FROM {{s}}.{table.parent} WHERE id = %s"), [id]).rowcount
         return bool(gone)
-
-    def delete_conversation(self, id: str) -> bool:
-        """Remove a conversation, its messages and snippets; True if it existed. Searches stop finding it at once."""
-        return self._delete(Source.CONVERSATION, id)
-
-    def delete_document(self, id: str) -> bool:
-        """Remove a document and its passages; True if it existed."""
-        return self._delete(Source.DOCUMENT, id)
 
     @guarded
     def ingest_jsonl(self, path_or_lines, strict: bool = False, progress=None, *, batch_size: int = 32) -> IngestReport:
@@ -291,7 +236,7 @@ class PgWrites(TenantSchema):
                 if dim:
                     self._record_embedding(conn, embedder)
             self._remember_model(name if dim else None, dim)
-            self._read_embedding()
+            self._refresh_embedding()
         else:
             with self._connection() as conn:
                 for source, table in TABLES.items():

@@ -22,8 +22,8 @@ its tenants). A :class:`PgStore` is made of parts, one job each:
   rebuilds, a transaction per item or per ingest batch;
 * :mod:`~cleo_rules.retrieval.pg_search` gets by ids and searches, two
   statements per search whatever ``k``;
-* this module opens and closes stores, keeps their traces and reports
-  their stats.
+* this module opens and closes stores and reports their stats; the
+  traces are kept by :class:`~cleo_rules.retrieval.traces.PgTraces`.
 
 What the embedded store guarantees holds here too: re-ingesting an item
 with the same content hash changes nothing; a malformed line is reported
@@ -40,66 +40,19 @@ connections busy for ``timeout`` seconds is E307.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from typing import Unpack
 
-from ..trace import COLUMNS as TRACE_COLUMNS
-from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
-from .pg_database import Database, guarded
+from .base import guarded
+from .options import StoreKeywords, StoreOptions
+from .pg_database import Database
 from .pg_schema import COUNTS_SQL, Location, index_name, parse_location
 from .pg_search import PgSearch
-from .provenance import Recorded
-from .encoding import describe_embedder
 from .pg_writes import PgWrites
-from .schema import TABLES, Source
+from .provenance import Recorded
+from .tables import TABLES, Source
+from .traces import PgTraces
 
 __all__ = ["Database", "PgStore", "PgTraces"]
-
-
-# -- traces ------------------------------------------------------------------------------------
-
-_TRACE_NAMES = [c for c in TRACE_COLUMNS if c != "id"]
-
-
-class PgTraces:
-    """A tenant's turn traces, in its schema's ``traces`` table (a :class:`~cleo_rules.trace.TraceSink`)."""
-
-    def __init__(self, store: "PgStore"):
-        self.store = store
-
-    @property
-    def where(self) -> str:
-        return str(self.store.location)
-
-    def write(self, row: dict) -> int:
-        unknown = set(row) - set(_TRACE_NAMES)
-        if unknown:
-            raise ValueError(f"unknown trace column(s) {', '.join(sorted(unknown))}")
-        names = list(row)  # checked against the known columns above
-        sql = self.store._sql(f"INSERT INTO {{s}}.traces ({', '.join(names)}) "
-                              f"VALUES ({', '.join(['%s'] * len(names))}) RETURNING id")
-        with self.store._connection() as conn:
-            (tid,) = conn.execute(sql, [row[n] for n in names]).fetchone() or (None,)
-        assert tid is not None
-        return int(tid)
-
-    def read(self, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
-        where, params = [], []
-        if since:
-            where.append("time >= %s")
-            params.append(since)
-        if searched_only:
-            where.append("query IS NOT NULL")
-        sql = self.store._sql("SELECT * FROM {s}.traces" + (" WHERE " + " AND ".join(where) if where else "")
-                              + " ORDER BY id")
-        with self.store._connection() as conn:
-            cursor = conn.execute(sql, params)
-            names = [c.name for c in cursor.description or ()]
-            rows = cursor.fetchall()
-        for values in rows:
-            row = dict(zip(names, values))
-            row["results"] = json.loads(row["results"]) if row.get("results") else []
-            yield row
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -113,33 +66,22 @@ class PgStore(PgWrites, PgSearch):
     call takes its own pooled connection.
     """
 
-    def __init__(self, database: Database, location: Location, embedder, model_path, **settings):
-        super().__init__(database, location, embedder, model_path, **settings)
-        self.traces = PgTraces(self)
+    def __init__(self, database: Database, location: Location, embedder, options: StoreOptions, *, read_only: bool,
+                 owns_database: bool):
+        super().__init__(database, location, embedder, options, read_only=read_only, owns_database=owns_database)
+        self._traces = PgTraces(self)
+
+    @property
+    def traces(self) -> PgTraces:
+        """The tenant's turn traces, in its schema's ``traces`` table."""
+        return self._traces
 
     # -- opening and closing ----------------------------------------------
 
     @classmethod
-    def open(
-        cls,
-        url: str,
-        embedder=None,
-        *,
-        tenant: str | None = None,
-        database: Database | None = None,
-        model_path=None,
-        score_floor: float = 0.0,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-        chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS,
-        ef_search: int = 64,
-        M: int = 16,
-        ef_construction: int = 200,
-        create: bool = True,
-        read_only: bool = False,
-        timeout: float = 10.0,
-        pool_size: int = 4,
-    ) -> "PgStore":
+    def open(cls, url: str, embedder=None, *, tenant: str | None = None, database: Database | None = None,
+             timeout: float = 10.0, pool_size: int = 4, options: StoreOptions | None = None,
+             **keywords: Unpack[StoreKeywords]) -> PgStore:
         """Open the store of ``tenant`` in the database at ``url``, creating it when missing (unless ``create=False``).
 
         ``url`` is a ``postgresql://`` URL; its ``?tenant=NAME`` names the
@@ -147,8 +89,9 @@ class PgStore(PgWrites, PgSearch):
         ``database`` is a :class:`Database` to share (its pool, ``timeout``
         and ``read_only`` apply); without one the store opens its own with
         ``pool_size`` connections and ``timeout`` seconds, and closes it on
-        :meth:`close`. ``embedder``, ``model_path``, ``score_floor`` and the
-        chunk settings are those of :meth:`MemoryStore.open
+        :meth:`close`. ``embedder`` and the options
+        (:class:`~cleo_rules.retrieval.options.StoreOptions`, as ``options``,
+        keywords or both) are those of :meth:`MemoryStore.open
         <cleo_rules.retrieval.store.MemoryStore.open>`; ``M`` and
         ``ef_construction`` shape the HNSW indexes when they are created
         (with the first vector), ``ef_search`` is the search width (raised to
@@ -158,24 +101,21 @@ class PgStore(PgWrites, PgSearch):
         is upgraded (never when read-only: that is refused with what to do);
         a newer one is refused. With ``create=False`` a missing tenant raises
         :class:`~cleo_rules.errors.StoreError` (E301). Raises ``ValueError``
-        for impossible settings or a malformed tenant name.
+        for impossible settings or a malformed tenant name, ``TypeError`` for
+        an unknown setting.
         """
-        check_chunking(chunk_size, chunk_overlap, chunk_max_chars)
-        for name, value, low in (("ef_search", ef_search, 1), ("M", M, 2), ("ef_construction", ef_construction, 4)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
+        options = StoreOptions.of(options, **keywords)
         location = parse_location(url, tenant)
         own = database is None
         if database is None:
-            database = Database(location.url, pool_size=pool_size, timeout=timeout, read_only=read_only)
-        read_only = read_only or database.read_only
-        store = cls(database, location, embedder, model_path, score_floor=score_floor, chunk_size=chunk_size,
-                    chunk_overlap=chunk_overlap, chunk_max_chars=chunk_max_chars, ef_search=ef_search, M=M,
-                    ef_construction=ef_construction, read_only=read_only, owns_database=own)
+            database = Database(location.url, pool_size=pool_size, timeout=timeout, read_only=options.read_only)
+        read_only = options.read_only or database.read_only
+        store = cls(database, location, embedder, options, read_only=read_only, owns_database=own)
         try:
-            store._prepare_schema(create=create and not read_only)
+            store._prepare_schema(create=options.create and not read_only)
             store._ensure_indexes()  # one a killed ingest left unbuilt
-            store._read_embedding(notice=True)  # a notice when another backend built it
+            store._refresh_embedding()
+            store._embedding.at_open(store.embedder)  # a notice when another backend built it
         except BaseException:
             if own:
                 database.close()
@@ -189,12 +129,6 @@ class PgStore(PgWrites, PgSearch):
         self._closed = True
         if self._owns_database:
             self.database.close()
-
-    def __enter__(self) -> "PgStore":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # -- reporting --------------------------------------------------------
 
@@ -223,26 +157,6 @@ class PgStore(PgWrites, PgSearch):
                     "ef_search": self.ef_search,
                 }
         self._remember_model(meta.get("model"), meta.get("dim"))
-        return {
-            "path": str(self.location),
-            "backend": "postgres",
-            "tenant": self.location.tenant,
-            "schema": self.schema,
-            "schema_version": int(meta["schema_version"]),
-            "conversations": counts[0],
-            "messages": counts[1],
-            "snippets": counts[2],
-            "documents": counts[3],
-            "passages": counts[4],
-            "model": self._model,
-            "dim": self._dim,
-            "score_floor": self.score_floor,
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "chunk_max_chars": self.chunk_max_chars,
-            "read_only": self.read_only,
-            "db_bytes": int(db_bytes),
-            "indexes": indexes,
-            "embedding": {"stored": Recorded.from_meta(meta).describe(), "embedder": describe_embedder(self.embedder)},
-        }
-
+        head = {"path": str(self.location), "backend": "postgres", "tenant": self.location.tenant,
+                "schema": self.schema, "schema_version": int(meta["schema_version"])}
+        return self._stats(head, counts, db_bytes, indexes, Recorded.from_meta(meta))

@@ -19,7 +19,7 @@ from datetime import datetime
 from ..errors import Problem
 from ..jsonl import lone_surrogate
 from .chunk import DEFAULT_CHUNK_MAX_CHARS, chunk_text, conversation_snippets
-from .schema import Source
+from .tables import Source
 
 RecordProblem = tuple[str, str, str]
 """``(code, JSON pointer, message)``: one thing wrong with a record."""
@@ -141,7 +141,7 @@ class Piece:
     ``bounds`` are the first and last message a snippet covers (0-based,
     inclusive), or the ``[start, end)`` characters of a passage in its
     document's text: the source's :attr:`SourceTable.bounds
-    <cleo_rules.retrieval.schema.SourceTable.bounds>` columns.
+    <cleo_rules.retrieval.tables.SourceTable.bounds>` columns.
     """
 
     text: str

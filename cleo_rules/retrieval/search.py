@@ -2,7 +2,7 @@
 
 :func:`nearest` asks each chosen index for a few more neighbours than
 needed; :func:`join` fetches the title, date and text of every label of
-every query with **one** SQL statement (:data:`~cleo_rules.retrieval.schema.METADATA_BY_LABEL`),
+every query with **one** SQL statement (:data:`~cleo_rules.retrieval.sqlite_schema.METADATA_BY_LABEL`),
 drops labels that are no longer in the database and scores under the
 floor, and ranks what is left: best score first, ties broken by source
 (:data:`ORDER`) then label, so the same store gives the same order.
@@ -12,25 +12,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 
 import numpy as np
 
-from .indexes import IndexSet
+from .base import ORDER, names, ranked
+from .index_set import IndexSet
 from .memory import Result, SearchResponse
-from .schema import METADATA_BY_LABEL, TABLES, Source
+from .sqlite_schema import METADATA_BY_LABEL
+from .tables import Source
 
 __all__ = ["ORDER", "join", "names", "nearest"]
 
-ORDER = {source.value: n for n, source in enumerate(TABLES)}
-"""Each source's place: the parameter order of the metadata statement, and how ties in score are broken."""
-
 Hits = dict[str, tuple[np.ndarray, np.ndarray]]  # source -> (labels, scores), one row per query
-
-
-def names(sources: Iterable[Source]) -> tuple[str, ...]:
-    """The sources as the strings a response carries."""
-    return tuple(s.value for s in sources)
 
 
 def nearest(indexes: IndexSet, vectors: np.ndarray, k: int, sources: tuple[Source, ...]) -> Hits:
@@ -70,11 +63,10 @@ def join(conn, hits: Hits, n: int, k: int, floor: float, sources: tuple[Source, 
                 meta = rows.get((name, label))
                 if meta is None or score < floor:
                     continue
-                found.append((-score, ORDER[name], label, name, meta, score))
-        found.sort(key=lambda t: t[:3])
+                found.append((-score, ORDER[name], label, (name, meta, score)))
         results = tuple(
             Result(name, meta[1], meta[0], meta[2], meta[3], meta[4], float(score))
-            for *_, name, meta, score in found[:k]
+            for name, meta, score in ranked(found, k)
         )
         responses.append(
             SearchResponse(

@@ -10,13 +10,16 @@ One directory holds the whole store::
     DIR/index.lock            taken while an index and its sidecar are written
 
 SQLite is the only source of truth; the tables are described in
-:mod:`~cleo_rules.retrieval.schema`. The indexes are caches, owned by an
-:class:`~cleo_rules.retrieval.indexes.IndexSet`: the label of each indexed
+:mod:`~cleo_rules.retrieval.sqlite_schema`. The indexes are caches, owned by an
+:class:`~cleo_rules.retrieval.index_set.IndexSet`: the label of each indexed
 vector is the SQLite row id of its snippet or passage, and a damaged or stale
 index is rebuilt or caught up, with a :class:`StoreWarning`.
 
 :class:`MemoryStore` is the façade, and implements the
-:class:`~cleo_rules.retrieval.memory.Memory` protocol. Records are checked
+:class:`~cleo_rules.retrieval.memory.Memory` protocol over
+:class:`~cleo_rules.retrieval.base.MemoryBase`, which it shares with the
+PostgreSQL store (the embedder and its checks, the write preamble, the
+checks of every argument). Records are checked
 and cut into pieces by :mod:`~cleo_rules.retrieval.records`; JSON Lines are
 read by :mod:`~cleo_rules.retrieval.ingest`. Writes commit to SQLite first
 (one transaction per item, or per ingest batch) and update the in-memory
@@ -32,33 +35,36 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Unpack
 
 import numpy as np
 import sqlite_utils
 
-from ..errors import IngestError, StoreError
-from ..jsonl import without_lone_surrogates
-from ..trace import SqliteTraces
-from .chunk import DEFAULT_CHUNK_MAX_CHARS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
-from .indexes import IndexSet, StoreWarning, as_blob
+from ..errors import StoreError
+from .base import MemoryBase, guarded
+from .index_set import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
-from .memory import Item, Result, SearchResponse, check_k, check_sources
-from .encoding import check_model, describe_embedder, encode, load_model
-from .provenance import EmbeddingCheck, Recorded, embedder_provenance, meta_rows, probe_vector
-from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
-from .schema import (
-    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, TABLES, Source, content_hashes, no_store_message, now, open_database,
-    source_of_item, sqlite_errors, sqlite_guarded, store_error, write_transaction,
+from .memory import Item, Result, SearchResponse
+from .options import StoreKeywords, StoreOptions
+from .provenance import EmbeddingCheck
+from .records import PreparedItem, validate_record
+from .search import join, nearest
+from .sqlite_schema import (
+    COUNTS_SQL, DB_FILE, METADATA_BY_ITEM, content_hashes, insert_messages_sql, insert_piece_sql, no_store_message,
+    open_database, sqlite_errors, store_error, upsert_parent_sql, write_transaction,
 )
-from .search import join, names, nearest
+from .tables import TABLES, Source, now
+from .traces import SqliteTraces
 
 __all__ = ["MemoryStore", "Result", "SearchResponse", "Item", "IngestReport", "StoreWarning", "validate_record"]
 
-Status = str  # "added", "updated" or "unchanged"
+Pending = tuple[dict[Source, set[int]], dict[Source, dict[int, np.ndarray]], set[Source]]
+"""What a commit leaves for the in-memory indexes: labels deleted and added per source, and the sources behind."""
 
-class MemoryStore:
+
+class MemoryStore(MemoryBase):
     """Past conversations and documents, searchable by meaning.
 
     Open one with :meth:`open`; close it with :meth:`close` (or use it as a
@@ -70,56 +76,32 @@ class MemoryStore:
     ...     print(r.score, r.title, r.date)
     """
 
-    def __init__(self, path: Path, db: sqlite_utils.Database, embedder, model_path, score_floor: float,
-                 chunk_size: int, chunk_overlap: int, ef_search: int, M: int, ef_construction: int,
-                 read_only: bool = False, chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS):
+    backend_errors = (sqlite3.Error,)
+
+    def __init__(self, path: Path, db: sqlite_utils.Database, embedder, options: StoreOptions):
         self.path = path
-        self.read_only = read_only
-        self.chunk_max_chars = chunk_max_chars
         self._db = db
-        self._embedder = embedder
-        self._model_path = model_path
-        self.score_floor = float(score_floor)
-        self.chunk_size = chunk_size
-        self.chunk_overlap = chunk_overlap
-        self.ef_search = ef_search
-        self.M = M
-        self.ef_construction = ef_construction
-        self.indexes = IndexSet(path, db, M=M, ef_construction=ef_construction, ef_search=ef_search,
-                                read_only=read_only)
-        self._closed = False
+        super().__init__(embedder, options, read_only=options.read_only)
+        self.indexes = IndexSet(path, db, M=self.M, ef_construction=self.ef_construction, ef_search=self.ef_search,
+                                read_only=self.read_only)
         self._traces: SqliteTraces | None = None
-        self._embedding = EmbeddingCheck(path, Recorded.from_meta({}))  # read at open
 
     # -- opening and closing ----------------------------------------------
 
     @classmethod
-    def open(
-        cls,
-        path,
-        embedder=None,
-        *,
-        model_path=None,
-        score_floor: float = 0.0,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-        chunk_max_chars: int = DEFAULT_CHUNK_MAX_CHARS,
-        ef_search: int = 64,
-        M: int = 16,
-        ef_construction: int = 200,
-        create: bool = True,
-        read_only: bool = False,
-    ) -> "MemoryStore":
+    def open(cls, path, embedder=None, *, options: StoreOptions | None = None,
+             **keywords: Unpack[StoreKeywords]) -> MemoryStore:
         """Open the store in directory ``path``, creating it when missing (unless ``create=False``).
 
         ``embedder`` is anything with ``encode(list[str]) -> ndarray`` and a
         ``model_name`` (normally an :class:`~cleo_rules.retrieval.embed.Embedder`);
         when None, one is made from ``model_path`` (default: the bundled
-        all-MiniLM-L6-v2) the first time a text has to be encoded.
-        ``score_floor`` drops search results whose cosine similarity is
-        lower; ``chunk_size`` and ``chunk_overlap`` (in words) and
-        ``chunk_max_chars`` (characters) shape new snippets and passages.
-        ``ef_search``, ``M`` and ``ef_construction`` are the hnswlib parameters.
+        all-MiniLM-L6-v2) the first time a text has to be encoded. The
+        options (:class:`~cleo_rules.retrieval.options.StoreOptions`: the
+        model path, ``score_floor``, the chunk settings, the hnswlib
+        parameters ``ef_search``, ``M`` and ``ef_construction``, ``create``
+        and ``read_only``) come as ``options``, as keywords, or both (the
+        keywords win).
 
         A new store's directory is created mode 0700 and its files 0600.
         With ``create=False`` a directory holding no store raises
@@ -129,14 +111,14 @@ class MemoryStore:
         memory only, and every write method raises StoreError. Opening an
         existing store writes nothing in either mode.
 
-        Raises ``ValueError`` for impossible chunk settings, and
+        Raises ``ValueError`` for impossible settings, ``TypeError`` for an unknown one, and
         :class:`~cleo_rules.errors.StoreError` when the directory or its
         database cannot be used. A damaged index is not an error: it is
         rebuilt, with a :class:`StoreWarning`.
         """
-        check_chunking(chunk_size, chunk_overlap, chunk_max_chars)
+        options = StoreOptions.of(options, **keywords)
         path = Path(path).expanduser()
-        create = create and not read_only
+        create = options.writes
         if path.exists() and not path.is_dir():
             raise StoreError(f"memory store must be a directory, but {path} is a file")
         if not path.exists():
@@ -146,13 +128,12 @@ class MemoryStore:
                 path.mkdir(mode=0o700, parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create memory store directory {path}: {exc.strerror or exc}") from None
-        db = open_database(path, create=create, read_only=read_only)
-        store = cls(path, db, embedder, model_path, score_floor, chunk_size, chunk_overlap, ef_search, M,
-                    ef_construction, read_only=read_only, chunk_max_chars=chunk_max_chars)
+        db = open_database(path, create=create, read_only=options.read_only)
+        store = cls(path, db, embedder, options)
         try:
             with sqlite_errors(path):
                 store.indexes.open()
-                store._embedding = EmbeddingCheck(path, store.indexes.recorded_embedding())
+                store._refresh_embedding()
             store._embedding.at_open(store.embedder)  # a notice when another backend built it
         except BaseException:
             db.close()
@@ -170,15 +151,6 @@ class MemoryStore:
             self._closed = True
             self._db.close()
 
-    def __enter__(self) -> "MemoryStore":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"MemoryStore({str(self.path)!r})"
-
     @property
     def db(self) -> sqlite_utils.Database:
         """The store's SQLite database (other modules may add their own tables)."""
@@ -191,34 +163,8 @@ class MemoryStore:
             self._traces = SqliteTraces(self._db)
         return self._traces
 
-    @property
-    def embedder(self):
-        """The embedder, created on first use when none was given."""
-        if self._embedder is None:
-            from .embed import Embedder
-
-            self._embedder = Embedder(self._model_path)
-        return self._embedder
-
-    @property
-    def model_name(self) -> str | None:
-        """The model that made the stored vectors (None while the store is empty)."""
-        return self.indexes.model_name
-
-    @property
-    def dim(self) -> int | None:
-        """Length of the stored vectors (None while the store is empty)."""
-        return self.indexes.dim
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError("memory store is closed")
-
-    def _check_writable(self) -> None:
-        self._check_open()
-        if self.read_only:
-            raise StoreError(f"memory store {self.path} is open read-only; open it without read_only=True "
-                             "to change it", code="E305")
+    def _store_error(self, exc: BaseException) -> StoreError:
+        return store_error(exc, self.path)
 
     def save(self) -> None:
         """Write every index that changed since it was last saved (atomically).
@@ -237,7 +183,7 @@ class MemoryStore:
         if not self.indexes.batching and self.indexes.save_due():
             self.save()
 
-    @sqlite_guarded
+    @guarded
     def rebuild(self, *, reembed: bool = False) -> dict:
         """Rebuild both indexes from the vectors in SQLite and save them.
 
@@ -249,65 +195,35 @@ class MemoryStore:
         start = time.perf_counter()
         if reembed:
             self.indexes.reembed(self.embedder)
-            self._embedding = EmbeddingCheck(self.path, self.indexes.recorded_embedding())
+            self._refresh_embedding()
         counts: dict = {source.value: n for source, n in self.indexes.rebuild().items()}
         counts["seconds"] = time.perf_counter() - start
         return counts
 
-    # -- embedding --------------------------------------------------------
+    # -- what made the vectors ----------------------------------------------
 
-    def _check_model(self, embedder) -> None:
-        check_model(embedder, self.model_name, self.path)
+    def _stored_model(self) -> tuple[str | None, int | None]:
+        return self.indexes.model_name, self.indexes.dim
 
-    def _load_model(self) -> float:
-        """Load the embedding model if it is not loaded yet; return the seconds spent."""
-        return load_model(self.embedder)
+    def _embedding_check(self) -> EmbeddingCheck:
+        return EmbeddingCheck(self.path, self.indexes.recorded_embedding())
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        self._check_model(self.embedder)
-        if self._embedding.recorded.model is None and self.model_name is not None:  # another process wrote
-            self._embedding = EmbeddingCheck(self.path, self.indexes.recorded_embedding())
-        self._embedding.before_encode(self.embedder, self.indexes.sample_piece)
-        return encode(self.embedder, texts)
-
-    def _embedding_rows(self) -> list:
-        """The meta rows that record this store's embedder, with its probe vector (encodes the probe)."""
-        return meta_rows(embedder_provenance(self.embedder), probe_vector(self.embedder))
+    def _sample_piece(self) -> tuple[str, np.ndarray] | None:
+        return self.indexes.sample_piece()
 
     # -- writing ----------------------------------------------------------
 
-    def _prepare(self, record: dict) -> PreparedItem:
-        return prepare(record, self.chunk_size, self.chunk_overlap, self.chunk_max_chars)
+    def _existing_hashes(self, items: Sequence[PreparedItem]) -> dict[tuple[Source, str], str]:
+        return content_hashes(self._db.conn, {s: [item.id for item in items if item.source is s] for s in Source})
 
-    def _write(self, items: Sequence[PreparedItem], timings: dict | None = None) -> list[Status]:
-        """Store prepared items (ids unique within the call); return each one's status.
-
-        Statuses are ``"added"``, ``"updated"`` or ``"unchanged"``. Embeds the
-        changed items in one batch, commits them in one transaction, then
-        updates the indexes.
-        """
-        self._check_writable()
-        timings = timings if timings is not None else {}
-        t0 = time.perf_counter()
-        existing = content_hashes(self._db.conn, {s: [item.id for item in items if item.source is s] for s in Source})
-        statuses, todo = plan_writes(items, existing)
-        t1 = time.perf_counter()
-        if not todo:
-            timings["sql"] = timings.get("sql", 0.0) + t1 - t0
-            return statuses
-        loading = self._load_model()
-        if loading:
-            timings["model_load"] = timings.get("model_load", 0.0) + loading
-        t_encode = time.perf_counter()
-        vectors = self._encode([piece.text for item in todo for piece in item.pieces])
-        t2 = time.perf_counter()
+    def _commit(self, todo: Sequence[PreparedItem], vectors: np.ndarray) -> Pending:
+        """Write ``todo`` in one SQLite transaction; the indexes learn of it after (:meth:`_apply`)."""
         dead: dict[Source, set[int]] = {s: set() for s in Source}
         new: dict[Source, dict[int, np.ndarray]] = {s: {} for s in Source}
-        behind, recorded = set(), False
         try:
             with write_transaction(self._db):
-                recorded = self.indexes.set_model(getattr(self.embedder, "model_name", "unknown"), vectors.shape[1],
-                                                  embedding=self._embedding_rows)
+                self.indexes.set_model(getattr(self.embedder, "model_name", "unknown"), vectors.shape[1],
+                                       embedding=self._embedding_rows)
                 stamp, row = now(), 0
                 for item in todo:
                     row = self._replace(item, stamp, vectors, row, dead[item.source], new[item.source])
@@ -321,15 +237,10 @@ class MemoryStore:
         except Exception as exc:
             self.indexes.forget_model()
             raise StoreError(f"could not write to memory store {self.path}: {exc}") from exc
-        if recorded:
-            self._embedding = EmbeddingCheck(self.path, self.indexes.recorded_embedding())
-        t3 = time.perf_counter()
-        self.indexes.apply(dead, new, behind)
-        t4 = time.perf_counter()
-        timings["sql"] = timings.get("sql", 0.0) + (t1 - t0) + (t3 - t2)
-        timings["embed"] = timings.get("embed", 0.0) + (t2 - t_encode)
-        timings["index"] = timings.get("index", 0.0) + (t4 - t3)
-        return statuses
+        return dead, new, behind
+
+    def _apply(self, pending: Pending) -> None:
+        self.indexes.apply(*pending)
 
     def _replace(self, item: PreparedItem, stamp: str, vectors: np.ndarray, row: int,
                  dead: set[int], new: dict[int, np.ndarray]) -> int:
@@ -346,45 +257,20 @@ class MemoryStore:
             if new.pop(label, None) is None:
                 dead.add(label)
         conn.execute(f"DELETE FROM {table.pieces} WHERE {table.fk} = ?", (item.id,))
-        conn.execute(table.upsert_parent_sql, (item.id, *table.parent_values(item), item.content_hash, stamp))
+        conn.execute(upsert_parent_sql(table), (item.id, *table.parent_values(item), item.content_hash, stamp))
         if table.messages:  # a conversation: its messages, replaced whole
             conn.execute(f"DELETE FROM {table.messages} WHERE {table.fk} = ?", (item.id,))
-            conn.executemany(table.insert_messages_sql,
+            conn.executemany(insert_messages_sql(table),
                              [(item.id, n, role, text) for n, (role, text) in enumerate(item.messages)])
         for n, piece in enumerate(item.pieces):
-            cur = conn.execute(table.insert_piece_sql, (table.item_id(item.id, n), item.id, n, *piece.bounds,
+            cur = conn.execute(insert_piece_sql(table), (table.item_id(item.id, n), item.id, n, *piece.bounds,
                                                         piece.text, as_blob(vectors[row])))
             assert cur.lastrowid is not None
             new[cur.lastrowid] = vectors[row]
             row += 1
         return row
 
-    @sqlite_guarded
-    def _add(self, record: dict) -> Status:
-        self._check_writable()
-        problems = validate_record(record)
-        if problems:
-            message, described = invalid_argument(record, problems)
-            raise IngestError(message, described)
-        status = self._write([self._prepare(record)])[0]
-        self._after_write()
-        return status
-
-    def add_conversation(self, id: str, title: str, date: str, messages) -> Status:
-        """Store a conversation (``messages``: ``[{"role", "text"}, ...]``) and its snippets.
-
-        Re-adding an id replaces the old conversation. Returns ``"added"``,
-        ``"updated"`` or ``"unchanged"``; raises
-        :class:`~cleo_rules.errors.IngestError` when an argument is malformed.
-        """
-        messages = list(messages) if isinstance(messages, (list, tuple)) else messages
-        return self._add({"type": "conversation", "id": id, "title": title, "date": date, "messages": messages})
-
-    def add_document(self, id: str, title: str, date: str, text: str) -> Status:
-        """Store a document and its passages; re-adding an id replaces it. See :meth:`add_conversation`."""
-        return self._add({"type": "document", "id": id, "title": title, "date": date, "text": text})
-
-    @sqlite_guarded
+    @guarded
     def _delete(self, source: Source, id: str) -> bool:
         self._check_writable()
         table = TABLES[source]
@@ -401,18 +287,7 @@ class MemoryStore:
             self._after_write()
         return bool(gone)
 
-    def delete_conversation(self, id: str) -> bool:
-        """Remove a conversation, its messages and snippets; True if it existed.
-
-        Its snippets stop appearing in search results at once.
-        """
-        return self._delete(Source.CONVERSATION, id)
-
-    def delete_document(self, id: str) -> bool:
-        """Remove a document and its passages; True if it existed."""
-        return self._delete(Source.DOCUMENT, id)
-
-    @sqlite_guarded
+    @guarded
     def ingest_jsonl(self, path_or_lines, strict: bool = False, progress=None, *, batch_size: int = 32) -> IngestReport:
         """Ingest JSON Lines: a file path, or an iterable of lines (str or bytes).
 
@@ -454,105 +329,40 @@ class MemoryStore:
 
     # -- reading ----------------------------------------------------------
 
-    @sqlite_guarded
-    def get(self, items: Iterable[str]) -> dict[str, Item]:
-        """The snippets and passages with these item ids (:attr:`Result.item`), in the order asked.
+    def _fetch_items(self, wanted: dict[Source, list[str]]):
+        return self._db.conn.execute(METADATA_BY_ITEM, tuple(json.dumps(wanted[s]) for s in Source))
 
-        Each comes with its conversation's or document's title and date, all
-        from one SQL statement. Ids that are not in the store (deleted since,
-        or never stored) are left out.
-        """
-        self._check_open()
-        if isinstance(items, (str, bytes)):
-            raise TypeError("get() takes an iterable of item ids, not a single string")
-        wanted: dict[Source, list[str]] = {s: [] for s in Source}
-        order = list(dict.fromkeys(items))
-        for item in order:
-            if not isinstance(item, str):
-                raise TypeError(f"item ids are strings, not {type(item).__name__}")
-            source = source_of_item(item)
-            if source is not None:
-                wanted[source].append(item)
-        if not any(wanted.values()):
-            return {}
-        rows = self._db.conn.execute(METADATA_BY_ITEM, tuple(json.dumps(wanted[s]) for s in Source))
-        found = {item: Item(source, pid, item, title, date, text) for source, _, item, pid, title, date, text in rows}
-        return {item: found[item] for item in order if item in found}
-
-    @sqlite_guarded
-    def search(self, query: str, k: int = 5, sources: str | Iterable[str] = tuple(Source),
-               floor: float | None = None) -> SearchResponse:
-        """The ``k`` snippets and passages most similar to ``query``, best first.
-
-        ``sources`` limits the search to ``"conversation"`` snippets and/or
-        ``"document"`` passages. Results scoring below ``floor`` (default: the
-        store's ``score_floor``) are dropped. Title, date and text of all
-        results come from one SQL statement. A query that is not a string, or
-        ``k`` that is not an integer, is a ``TypeError``; an empty query,
-        ``k < 1`` or an unknown source a ``ValueError``. A lone surrogate in
-        the query (not Unicode) is searched as U+FFFD.
-        """
-        self._check_open()
-        if not isinstance(query, str):
-            raise TypeError(f"search query must be a non-empty string, not {type(query).__name__}")
-        if not query.strip():
-            raise ValueError("search query must be a non-empty string")
-        query = without_lone_surrogates(query)  # not Unicode: a tokenizer refuses it, a JSON writer too
-        k = check_k(k)
-        chosen = check_sources(sources)
-        start = time.perf_counter()
+    def _search_query(self, query: str, k: int, sources: tuple[Source, ...], floor: float | None):
         self.indexes.refresh()
-        if self.indexes.empty(chosen):
-            return SearchResponse(query, k, names(chosen), (), {"embed": 0.0, "search": 0.0, "metadata": 0.0,
-                                                                 "total": time.perf_counter() - start})
+        if self.indexes.empty(sources):
+            return (), {"embed": 0.0, "search": 0.0, "metadata": 0.0}, 0.0
         loading = self._load_model()
         encoding = time.perf_counter()
         vector = self._encode([query])
         embedded = time.perf_counter()
-        (response,) = self._search(vector, k, chosen, floor, [query], refresh=False)
+        (response,) = self._nearest(vector, k, sources, floor, [query], refresh=False)
         timings = dict(response.timings)
         timings["embed"] = embedded - encoding
-        timings["total"] = time.perf_counter() - start - loading
-        if loading:
-            timings["model_load"] = loading
-        return SearchResponse(query, k, names(chosen), response.results, timings)
+        del timings["total"]  # the search's, from where it began
+        return response.results, timings, loading
 
-    @sqlite_guarded
-    def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),
-                       floor: float | None = None):
-        """Search with precomputed query vectors.
+    def _search_vectors(self, vectors: np.ndarray, k: int, sources: tuple[Source, ...],
+                        floor: float | None) -> list[SearchResponse]:
+        return self._nearest(vectors, k, sources, floor, None)
 
-        ``vectors`` of shape ``(dim,)`` gives one :class:`SearchResponse`;
-        shape ``(n, dim)`` gives a list of ``n`` of them, and all their
-        metadata still comes from a single SQL statement. Any other shape is
-        a ``ValueError``.
-        """
-        self._check_open()
-        k = check_k(k)
-        chosen = check_sources(sources)
-        array = np.asarray(vectors, dtype=np.float32)
-        if array.ndim not in (1, 2):
-            raise ValueError(f"query vectors must have shape (dim,) or (n, dim), not {array.shape}")
-        single = array.ndim == 1
-        responses = self._search(array.reshape(1, -1) if single else array, k, chosen, floor, None)
-        return responses[0] if single else responses
-
-    def _search(self, vectors: np.ndarray, k: int, sources: tuple[Source, ...], floor: float | None,
-                queries: list[str] | None, refresh: bool = True) -> list[SearchResponse]:
+    def _nearest(self, vectors: np.ndarray, k: int, sources: tuple[Source, ...], floor: float | None,
+                 queries: list[str] | None, refresh: bool = True) -> list[SearchResponse]:
         start = time.perf_counter()
         if refresh:
             self.indexes.refresh()
-        floor = self.score_floor if floor is None else float(floor)
-        n = len(vectors)
-        dim = self.dim
-        if dim is not None and n and vectors.shape[1] != dim:
-            raise StoreError(f"query vectors have {vectors.shape[1]} dimensions; the store's have {dim}")
+        floor = self._floor(floor)
+        self._check_dim(vectors)
         hits = nearest(self.indexes, vectors, k, sources)
-        return join(self._db.conn, hits, n, k, floor, sources, queries, start, time.perf_counter())
+        return join(self._db.conn, hits, len(vectors), k, floor, sources, queries, start, time.perf_counter())
 
     # -- reporting --------------------------------------------------------
 
-    @sqlite_guarded
+    @guarded
     def stats(self) -> dict:
         """Counts, model, sizes and index state, as a JSON-ready dict."""
         self._check_open()
@@ -562,21 +372,4 @@ class MemoryStore:
         db_bytes = sum(
             (self.path / f).stat().st_size for f in (DB_FILE, DB_FILE + "-wal") if (self.path / f).exists()
         )
-        return {
-            "path": str(self.path),
-            "conversations": counts[0],
-            "messages": counts[1],
-            "snippets": counts[2],
-            "documents": counts[3],
-            "passages": counts[4],
-            "model": self.model_name,
-            "dim": self.dim,
-            "score_floor": self.score_floor,
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "chunk_max_chars": self.chunk_max_chars,
-            "read_only": self.read_only,
-            "db_bytes": db_bytes,
-            "indexes": indexes,
-            "embedding": {"stored": self._embedding.recorded.describe(), "embedder": describe_embedder(self.embedder)},
-        }
+        return self._stats({"path": str(self.path)}, counts, db_bytes, indexes)

@@ -9,19 +9,25 @@ counters and the store cache are per process).
 
 ::
 
-    from cleo_rules.serve import Settings, create_app, run
-    run(Settings(memory="/srv/cleo-memory", keys="/etc/cleo/keys", host="0.0.0.0"))
+    from cleo_rules.serve import ServeSettings, create_app, run
+    run(ServeSettings(memory="/srv/cleo-memory", keys="/etc/cleo/keys", host="0.0.0.0"))
 
 The modules, each with one job:
 
-``settings``  the configuration and its limits; tenant names
-``keys``      API keys, stored hashed, and the tenants each may use
-``problems``  RFC 9457 problem details, one type per kind of error
-``validate``  reading request bodies: JSON shape and limits, the field at fault
-``tenants``   the tenants' stores: lazily opened, LRU-bounded, one thread each, one shared model
-``metrics``   the Prometheus registry of one app
-``openapi``   the OpenAPI document, built from the settings
-``app``       the endpoints and the middleware around them
+``settings``   the configuration and its limits (:class:`ServeSettings`); tenant names
+``keys``       API keys, stored hashed, and the tenants each may use
+``hosts``      the Host and Origin a request may carry
+``problems``   RFC 9457 problem details, one type per kind of error
+``body``       reading request bodies: JSON shape and limits, the field at fault (:class:`~.body.BadRequest`)
+``tenants``    the tenants' stores: lazily opened, LRU-bounded, one thread each, one shared model
+``metrics``    the Prometheus registry of one app
+``openapi``    the OpenAPI document, built from the settings
+``service``    what one app holds (settings, keys, pack, stores) and the checks its endpoints share
+``endpoints``  the endpoints, one module per area, and the route table
+``playground`` the playground's page and files
+``receive``    receiving request bodies: a deadline each, one budget of bytes for all
+``app``        the app: routes, the middleware around them, problems for errors
+``server``     uvicorn, as the service runs it: the headers' deadline, SIGTERM's drain, SIGHUP
 
 Needs the ``serve`` extra (``pip install 'cleo-rules[serve]'``); the
 memory store's dependencies only with ``--memory``. Importing this package
@@ -30,51 +36,36 @@ imports neither Starlette nor an embedding runtime.
 
 from __future__ import annotations
 
-import math
+from .settings import DEFAULTS, ServeSettings, Settings, is_loopback
 
-from .settings import DEFAULTS, Settings, is_loopback
-
-__all__ = ["DEFAULTS", "Settings", "create_app", "run"]
+__all__ = ["DEFAULTS", "ServeSettings", "Settings", "create_app", "run"]
 
 
-def create_app(settings: Settings | None = None):
+def create_app(settings: ServeSettings | None = None):
     """The ASGI app for ``settings`` (see :func:`cleo_rules.serve.app.create_app`)."""
     from .app import create_app as _create
 
     return _create(settings)
 
 
-def run(settings: Settings, *, on_listening=None) -> None:
+def run(settings: ServeSettings, *, on_listening=None) -> None:
     """Serve ``settings`` with uvicorn until SIGTERM or SIGINT, then drain and close.
 
     Refuses (:class:`~cleo_rules.errors.UsageError`) to bind anything but
     loopback without a key file. On SIGTERM the listening socket closes,
-    requests in flight finish (up to ``drain_timeout`` seconds), the pack
-    watcher stops and every store is closed with its indexes saved.
-    ``on_listening(host, port)`` is called once the socket listens (with
-    port 0, the port the system chose).
+    requests in flight finish (until ``drain_timeout`` seconds after the
+    signal; an ingest still running at half of it stops after its batch and
+    says which lines are stored), the pack watcher stops and every store is
+    closed with its indexes saved, within what is left of the drain. SIGHUP
+    reads the key file again. ``on_listening(host, port)`` is called once
+    the socket listens (with port 0, the port the system chose). See
+    :mod:`cleo_rules.serve.server` for what is set of uvicorn.
     """
     from ..errors import UsageError
 
     if settings.keys is None and not is_loopback(settings.host):
         raise UsageError(f"without --keys the service only binds loopback (127.0.0.1, ::1, localhost), not "
                          f"{settings.host}; give --keys FILE to let other machines in")
-    import uvicorn
+    from .server import serve
 
-    app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None,
-                            access_log=settings.access_log, lifespan="on",
-                            timeout_graceful_shutdown=math.ceil(settings.drain_timeout))
-    server_class = uvicorn.Server
-    if on_listening is not None:
-        class Server(uvicorn.Server):
-            async def startup(self, sockets=None):
-                await super().startup(sockets)
-                if self.started:
-                    for listening in self.servers:
-                        for sock in listening.sockets:
-                            on_listening(*sock.getsockname()[:2])
-                            return
-
-        server_class = Server
-    server_class(config).run()
+    serve(create_app(settings), settings, on_listening=on_listening)

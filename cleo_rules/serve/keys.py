@@ -12,14 +12,22 @@ tenant. ``#`` starts a comment; blank lines are ignored::
 appends its line and prints the key once. Keys are 256-bit random tokens,
 so a plain SHA-256 is enough to keep a stolen file from being replayed.
 
-A key for ``*`` may also reload the pack (``POST /v1/pack/reload``); any
-valid key may classify and read the pack's status.
+A key for ``*`` may also reload the pack (``POST /v1/pack/reload``) and
+sees the server's paths in ``/readyz``; any valid key may classify and read
+the pack's status.
+
+A running service reads its key file again when the file changes (its size,
+times or inode, looked at every ``watch_interval`` seconds) and on SIGHUP
+(:class:`KeyFile`): keys added work and keys removed stop working without a
+restart. A file that does not load then (a malformed line, unreadable) keeps
+the keys read before, and the error is logged.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -27,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
-from .settings import valid_tenant
+from ..tenant_names import TENANT_SYNTAX, valid_tenant
 
-__all__ = ["Key", "KeyRing", "hash_key", "new_key"]
+__all__ = ["Key", "KeyFile", "KeyRing", "hash_key", "new_key"]
+
+log = logging.getLogger("cleo_rules.serve")
 
 ALL = "*"
 PREFIX = "sha256:"
@@ -104,7 +114,7 @@ class KeyRing:
             bad = [t for t in names if t != ALL and not valid_tenant(t)]
             if bad or (ALL in names and len(names) > 1):
                 what = repr(bad[0]) if bad else "'*' mixed with names"
-                raise UsageError(f"{where}: {what} is not a tenant list; tenants are [a-z0-9][a-z0-9_-]{{0,62}} "
+                raise UsageError(f"{where}: {what} is not a tenant list; tenants are {TENANT_SYNTAX} "
                                  f"separated by commas, or * for every tenant")
             if digest in seen:
                 raise UsageError(f"{where}: the same key is already listed on line {seen[digest]}")
@@ -127,7 +137,7 @@ class KeyRing:
         """Make a new key for ``tenants`` (``a,b`` or ``*``), append its hash to ``path``; return the key."""
         names = [t.strip() for t in tenants.split(",") if t.strip()]
         if not names or (ALL in names and len(names) > 1) or any(t != ALL and not valid_tenant(t) for t in names):
-            raise UsageError(f"--new-key takes tenant names separated by commas ([a-z0-9][a-z0-9_-]{{0,62}}), "
+            raise UsageError(f"--new-key takes tenant names separated by commas ({TENANT_SYNTAX}), "
                              f"or * for every tenant; got {tenants!r}")
         path = Path(path)
         head = ""
@@ -143,3 +153,46 @@ class KeyRing:
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(f"{head}{hash_key(key)}  {','.join(names)}\n")
         return key
+
+
+def _signature(path: Path):
+    """What tells a changed key file from the one read: its inode, size and times (None: it cannot be seen)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+class KeyFile:
+    """A key file and the keys last read from it, read again when it changes.
+
+    ``ring`` is the :class:`KeyRing` in use: loading fails loudly at start
+    (:class:`~cleo_rules.errors.UsageError`), but a file that stops loading
+    later keeps the keys read before (the error is logged once per change).
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._seen = _signature(self.path)
+        self.ring = KeyRing.load(self.path)
+        self.reloads = 0
+        self.failures = 0
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Read the file again if it changed since it was last looked at (or ``force``); whether new keys serve."""
+        seen = _signature(self.path)
+        if seen == self._seen and not force:
+            return False
+        self._seen = seen
+        try:
+            ring = KeyRing.load(self.path)
+        except UsageError as exc:
+            self.failures += 1
+            log.error("the key file could not be read again; the %d key%s read before stay in use: %s",
+                      len(self.ring), "" if len(self.ring) == 1 else "s", exc)
+            return False
+        self.ring = ring
+        self.reloads += 1
+        log.info("read the key file %s again: %d key%s", self.path, len(ring), "" if len(ring) == 1 else "s")
+        return True

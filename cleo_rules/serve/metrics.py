@@ -7,6 +7,9 @@ counters. Exposed:
 ``cleo_http_request_duration_seconds{endpoint,method,status}`` time inside the service (histogram)
 ``cleo_http_requests_in_flight``                               requests being answered now
 ``cleo_requests_shed_total{endpoint}``                         turns and ingests refused with 503: queue full
+``cleo_request_body_bytes_in_flight``                          bytes of request bodies being read now
+``cleo_request_bodies_refused_total``                          bodies refused with 503: over the bytes in flight
+``cleo_request_read_timeouts_total``                           requests whose headers or body came too late
 ``cleo_decisions_total{kind}``                                 classifier decisions, turns and batches included
 ``cleo_regex_timeouts_total{rule}``                            decisions whose rule ran out of time
 ``cleo_turn_stage_seconds{stage}``                             stage timings of turns (histogram)
@@ -16,7 +19,9 @@ counters. Exposed:
 ``cleo_ready``                                                 1 once the service is ready
 
 ``endpoint`` is the route's path template (``/v1/tenants/{tenant}/turns``),
-never the raw path, so tenants and ids do not multiply the series.
+never the raw path, so tenants and ids do not multiply the series; a path no
+route answers is ``unmatched``. ``method`` is one of :data:`METHODS`, any
+other method ``other``: whatever clients send, the series stay bounded.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 STAGE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 STAGES = ("classify", "embed", "search", "metadata", "context", "trace", "total")
 TIMEOUT_NOTE = "timeout in "  # how a decision names a rule that ran out of time
+#: the methods counted by name (RFC 9110's and PATCH); a request with any other is counted as ``other``
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
 
 
 class Metrics:
@@ -51,6 +58,13 @@ class Metrics:
         self.in_flight = Gauge("cleo_http_requests_in_flight", "Requests being answered now.", registry=r)
         self.shed = Counter("cleo_requests_shed", "Requests refused with 503 because the tenant's queue was full.",
                             ("endpoint",), registry=r)
+        self.body_bytes = Gauge("cleo_request_body_bytes_in_flight", "Bytes of request bodies being read now.",
+                                registry=r)
+        self.bodies_refused = Counter("cleo_request_bodies_refused", "Request bodies refused with 503: they would "
+                                                                     "have gone over the bytes in flight.", registry=r)
+        self.read_timeouts = Counter("cleo_request_read_timeouts", "Requests whose headers or body did not arrive "
+                                                                   "in time (408, or the connection closed).",
+                                     registry=r)
         self.decisions = Counter("cleo_decisions", "Classifier decisions, by kind.", ("kind",), registry=r)
         self.timeouts = Counter("cleo_regex_timeouts", "Decisions whose rule ran out of time (searched as typed).",
                                 ("rule",), registry=r)
@@ -62,6 +76,9 @@ class Metrics:
         r.register(_Live(status))
 
     def request(self, endpoint: str, method: str, status: int, seconds: float) -> None:
+        """Count one answered request; ``endpoint`` is a route's template or ``unmatched``, ``method`` any."""
+        if method not in METHODS:
+            method = "other"
         key = (endpoint, method, status)
         pair = self._children.get(key)
         if pair is None:

@@ -2,18 +2,20 @@
 
 Built from the settings, so the limits it states (``maxLength``,
 ``maxItems``, ``maximum``) are the ones the running service applies. The
-request schemas say exactly what :mod:`cleo_rules.serve.validate` accepts;
-a history item that is an object is passed to the classifier, which
-decides what it may hold, once its ``content`` is within the same limit as
-a history string. No string or field name may hold a lone surrogate, which
+request schemas say exactly what :mod:`cleo_rules.serve.body` accepts;
+a history item that is an object is judged by the classifier's own history
+reader, which decides what it may hold, once its ``content`` is within the
+same limit as a history string. No string or field name may hold a lone surrogate, which
 JSON Schema cannot state: the descriptions say it.
 """
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 
 from ..kinds import DecisionKind, Source
+from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
 
 __all__ = ["document", "request_schemas"]
@@ -94,7 +96,8 @@ def request_schemas(settings) -> dict:
     }
 
 
-def _response_schemas() -> dict:
+def _turn_schemas() -> dict:
+    """A decision, a batch of them, a turn and its results."""
     nullable_str = {"type": ["string", "null"]}
     return {
         "Decision": {
@@ -144,6 +147,12 @@ def _response_schemas() -> dict:
                 "trace_id": {"type": ["integer", "null"]},
             },
         },
+    }
+
+
+def _store_schemas() -> dict:
+    """What an ingest, the stats and a delete answer."""
+    return {
         "IngestReport": {
             "type": "object",
             "required": ["source", "lines", "added", "updated", "unchanged", "skipped", "problems", "seconds",
@@ -161,6 +170,13 @@ def _response_schemas() -> dict:
             "properties": {"source": {"enum": list(Source)}, "id": {"type": "string"},
                            "deleted": {"const": True}},
         },
+    }
+
+
+def _pack_schemas() -> dict:
+    """The pack serving now, as its status and the playground read it."""
+    nullable_str = {"type": ["string", "null"]}
+    return {
         "PackStatus": {
             "type": "object",
             "required": ["pack", "version", "hash", "path", "reloads", "rejections", "last_error", "watching"],
@@ -174,6 +190,18 @@ def _response_schemas() -> dict:
                 "regressions": {"type": "object", "required": ["file", "writable"],
                                 "description": "Where saved regressions go, and whether this service appends them.",
                                 "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
+            },
+        },
+        "PublicPackStatus": {
+            "type": "object",
+            "description": "The pack's status as /readyz shows it: without path, corpus and last_error (where the "
+                           "server keeps things) unless the service has no keys or the request a key for every "
+                           "tenant, which see the whole PackStatus.",
+            "required": ["pack", "version", "hash", "reloads", "rejections", "watching"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "require": nullable_str, "reloads": {"type": "integer"}, "rejections": {"type": "integer"},
+                "watching": {"type": "boolean"}, "gate": {"type": "string"},
             },
         },
         "PackProblem": {
@@ -208,6 +236,12 @@ def _response_schemas() -> dict:
                                                              "description": "The case, as an item of `cases:`."},
                            "file": {"type": "string"}, "written": {"type": "boolean"}},
         },
+    }
+
+
+def _service_schemas() -> dict:
+    """Recall, a reload, readiness and the problem every error is."""
+    return {
         "RecallResponse": {
             "type": "object", "required": ["decision", "shaped", "raw"],
             "properties": {
@@ -222,7 +256,7 @@ def _response_schemas() -> dict:
                                                     "properties": {"reloaded": {"type": "boolean"}}}]},
         "Ready": {
             "type": "object", "required": ["ready", "pack", "memory", "model"],
-            "properties": {"ready": {"const": True}, "pack": _ref("PackStatus"), "memory": {"type": "boolean"},
+            "properties": {"ready": {"const": True}, "pack": _ref("PublicPackStatus"), "memory": {"type": "boolean"},
                            "model": {"enum": ["not used", "warm"]},
                            "embedding": {"type": ["object", "null"], "description": (
                                "The embedding model with memory (null without): backend (onnx or torch), "
@@ -240,6 +274,11 @@ def _response_schemas() -> dict:
                 "title": {"type": "string"}, "status": {"type": "integer"}, "detail": {"type": "string"},
                 "instance": {"type": "string"}, "request_id": {"type": "string"}, "field": {"type": "string"},
                 "code": {"type": "string", "description": "The error code (docs/errors.md), where one applies."},
+                "stored_lines": {"type": "integer", "minimum": 0, "description": (
+                    "An ingest that stopped part way: lines 1 to stored_lines of the body are stored.")},
+                "first_unstored_line": {"type": "integer", "minimum": 1, "description": (
+                    "An ingest that stopped part way: send the body again from this line on.")},
+                "report": {**_ref("IngestReport"), "description": "What an ingest stopped by SIGTERM did."},
             },
         },
     }
@@ -253,9 +292,12 @@ def _problems(*statuses: int) -> dict:
         403: "The key does not cover this tenant; or the Host is not one the service answers to, or a change "
              "came from another origin (`type` says which).",
         404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
-        409: "The regression was not written (`yaml` holds it).",
+        408: "The body did not arrive within --read-timeout seconds; the connection is closed.",
+        409: "The regression was not written (`yaml` holds it); or the tenant's PostgreSQL schema is not known to "
+             "be its own (E308: an operator resolves it with `cleo-rules memory tenants`); `type` says which.",
         422: "The pack on disk was rejected.",
-        503: "Not ready, queue full, or over the time limit (`Retry-After`).",
+        503: "Not ready, queue full, too many bodies being received, over the time limit, or stopping "
+             "(`Retry-After`); an ingest that stopped part way says which lines are stored (`stored_lines`).",
     }
     return {str(s): {"description": described[s],
                      "content": {"application/problem+json": {"schema": _ref("Problem")}}} for s in statuses}
@@ -265,54 +307,60 @@ def _json(schema: str) -> dict:
     return {"application/json": {"schema": _ref(schema)}}
 
 
+def _operation(keys: bool, summary: str, *, body=None, ok, statuses, params=(), body_type="application/json",
+               secured=True, query=()) -> dict:
+    """One operation: answers ``ok`` (a schema name, or None), and the problems of ``statuses``."""
+    auth = {401} if keys and secured else set()  # 403 is every operation's: a key's tenants, a foreign Host or Origin
+    operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
+                                                   else {"description": "OK"}}}
+    operation["responses"].update(_problems(*sorted(set(statuses) | {403} | auth)))
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": {body_type: {"schema": body}}}
+    parameters = list(params) + list(query)
+    if parameters:
+        operation["parameters"] = parameters
+    if secured and keys:
+        operation["security"] = [{"bearer": []}]
+    elif not secured:
+        operation["security"] = []
+    return operation
+
+
 def document(settings, *, keys: bool) -> dict:
     """The OpenAPI document for a service started with ``settings``."""
     try:
         version = metadata.version("cleo-rules")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
         version = "0"
-    auth = [401] if keys else []  # 403 is every operation's: a key's tenants, a foreign Host or Origin
+    op = functools.partial(_operation, keys)
     tenant = {"name": "tenant", "in": "path", "required": True,
-              "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"}}
-
-    def op(summary, *, body=None, ok, statuses, params=(), body_type="application/json", secured=True, query=()):
-        operation = {"summary": summary, "responses": {"200": {"description": "OK", "content": _json(ok)} if ok
-                                                       else {"description": "OK"}}}
-        operation["responses"].update(_problems(*sorted(set(statuses) | {403} | (set(auth) if secured else set()))))
-        if body is not None:
-            operation["requestBody"] = {"required": True, "content": {body_type: {"schema": body}}}
-        parameters = list(params) + list(query)
-        if parameters:
-            operation["parameters"] = parameters
-        if secured and keys:
-            operation["security"] = [{"bearer": []}]
-        elif not secured:
-            operation["security"] = []
-        return operation
+              "schema": {"type": "string", "pattern": f"^{TENANT_SYNTAX}$"}}
 
     paths = {
         "/v1/classify": {"post": op("Classify one message", body=_ref("ClassifyRequest"), ok="Decision",
-                                    statuses=[400, 413, 415, 503])},
+                                    statuses=[400, 408, 413, 415, 503])},
         "/v1/classify/batch": {"post": op("Classify many messages, answered in order", body=_ref("BatchRequest"),
-                                          ok="BatchResponse", statuses=[400, 413, 415, 503])},
+                                          ok="BatchResponse", statuses=[400, 408, 413, 415, 503])},
         "/v1/tenants/{tenant}/turns": {"post": op(
             "One turn end to end: classify, search the tenant's memory, build the context, trace it",
-            body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant], statuses=[400, 404, 413, 415, 503])},
+            body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant],
+            statuses=[400, 404, 408, 409, 413, 415, 503])},
         "/v1/tenants/{tenant}/memory": {
             "post": op("Ingest JSON Lines (the `memory ingest` format); creates the tenant's store",
                        body={"type": "string", "description": "One conversation or document per line."},
                        body_type="application/x-ndjson", ok="IngestReport", params=[tenant],
                        query=[{"name": "strict", "in": "query", "schema": {"type": "boolean"},
                                "description": "Reject the whole body if any line is malformed."}],
-                       statuses=[400, 404, 413, 415, 503]),
-            "get": op("What the tenant's store holds", ok="MemoryStats", params=[tenant], statuses=[400, 404, 503]),
+                       statuses=[400, 404, 408, 409, 413, 415, 503]),
+            "get": op("What the tenant's store holds", ok="MemoryStats", params=[tenant],
+                      statuses=[400, 404, 409, 503]),
         },
         "/v1/tenants/{tenant}/memory/{source}/{id}": {"delete": op(
             "Delete a conversation or a document", ok="Deleted",
             params=[tenant, {"name": "source", "in": "path", "required": True,
                              "schema": {"enum": list(Source)}},
                     {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            statuses=[400, 404, 503])},
+            statuses=[400, 404, 409, 503])},
         "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
         "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
                                        + (" (a key for every tenant, *)" if keys else ""),
@@ -327,10 +375,11 @@ def document(settings, *, keys: bool) -> dict:
         "/v1/pack/regressions": {"post": op(
             "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
             "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
-            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 409, 413, 415, 503])},
+            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 408, 409, 413, 415, 503])},
         "/v1/tenants/{tenant}/recall": {"post": op(
             "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
-            body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant], statuses=[400, 404, 413, 415, 503])},
+            body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant],
+            statuses=[400, 404, 408, 409, 413, 415, 503])},
         "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
                       "responses": {"200": {"description": "The page",
                                             "content": {"text/html": {"schema": {"type": "string"}}}}}}},
@@ -339,7 +388,8 @@ def document(settings, *, keys: bool) -> dict:
                                                        "schema": {"enum": ["playground.css", "playground.js"]}}],
                                        "responses": {"200": {"description": "The file"}, **_problems(404)}}},
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
-        "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm", ok="Ready",
+        "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm (the server's paths "
+                              "only without keys or to a key for every tenant)", ok="Ready",
                               statuses=[503], secured=False)},
         "/metrics": {"get": {"summary": "Prometheus metrics", "security": [],
                              "responses": {"200": {"description": "Prometheus text format",
@@ -352,7 +402,8 @@ def document(settings, *, keys: bool) -> dict:
                                      "responses": {"200": {"description": "The problem type"},
                                                    **_problems(404)}}},
     }
-    components = {"schemas": {**request_schemas(settings), **_response_schemas()}}
+    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_store_schemas(), **_pack_schemas(),
+                              **_service_schemas()}}
     if keys:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                     "description": "A key from the service's key file."}}

@@ -49,6 +49,15 @@ PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
                        "The tenant has no memory store yet. Only an ingest (POST /v1/tenants/{tenant}/memory) "
                        "creates one."),
     "method-not-allowed": (405, "Method not allowed", "The path exists but not with this method; see `Allow`."),
+    "request-timeout": (408, "The request was not sent in time",
+                        "A client has --read-timeout seconds to send a request's headers, and again to send its "
+                        "whole body; this one took longer, and the connection is closed. Send it again at a steadier "
+                        "pace (an operator may raise --read-timeout for large bodies on slow links)."),
+    "tenant-schema-conflict": (409, "The tenant's memory store cannot be told apart from another's",
+                               "The PostgreSQL schema that would hold this tenant's memory records another tenant, "
+                               "or cannot tell whose it is (`code` E308). Nothing was read or written. An operator "
+                               "must resolve it: `cleo-rules memory tenants --db URL` lists such schemas and "
+                               "`--adopt SCHEMA --tenant NAME` gives each to its tenant."),
     "payload-too-large": (413, "The body is too large",
                           "The service's limit is in `detail`; split the request (or raise --max-body-bytes / "
                           "--max-ingest-bytes)."),
@@ -65,11 +74,24 @@ PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
     "internal-error": (500, "Internal error",
                        "Something failed inside the service. It is logged with `request_id`; report that id."),
     "not-ready": (503, "Not ready yet",
-                  "The service is loading its rule pack or warming its embedding model. Retry after "
-                  "`Retry-After` seconds; GET /readyz tells when it is ready."),
+                  "The service is loading its rule pack or warming its embedding model (GET /readyz tells when "
+                  "it is ready), or the tenant's memory store cannot be used just now: its database is busy or "
+                  "cannot be reached (`code` E302, E306 or E307). Retry after `Retry-After` seconds. An ingest "
+                  "that failed part way says how far it got: lines 1 to `stored_lines` of the body are stored, "
+                  "none from `first_unstored_line` on."),
     "overloaded": (503, "Too many requests waiting",
                    "This tenant's queue is full; the request was not started. Retry after `Retry-After` "
                    "seconds."),
+    "server-busy": (503, "Too many request bodies being received",
+                    "The service holds at most --max-body-bytes-in-flight bytes of request bodies while it reads "
+                    "them, all requests together; this body would have gone over, so it was not read (or not "
+                    "further) and the connection is closed. Retry after `Retry-After` seconds."),
+    "stopping": (503, "The service is stopping",
+                 "The service received SIGTERM and is finishing what it can within --drain-timeout. An ingest "
+                 "still running at half of it stops after the batch it was writing: `stored_lines` says how many "
+                 "lines of the body are stored, and the lines from `first_unstored_line` on are to be sent again "
+                 "(to a running service; ingesting lines again is idempotent). A request still running at the "
+                 "end of it is given up."),
     "timeout": (503, "The request took too long",
                 "The request ran past the service's time limit and was answered without a result. An ingest "
                 "keeps every batch it committed; ingesting the same lines again is idempotent."),

@@ -1,9 +1,12 @@
 """What one service process is configured with: its pack, its memory, its keys and its limits.
 
-:class:`Settings` is a frozen value built by ``cleo-rules serve`` from its
+:class:`ServeSettings` is a frozen value built by ``cleo-rules serve`` from its
 options (every limit's default is shown in ``--help``) or directly::
 
-    Settings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
+    ServeSettings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
+
+(``Settings`` is the same class under its earlier name; a rule pack's own
+settings are :class:`cleo_rules.pack.model.Settings`.)
 
 Nothing here imports Starlette, uvicorn or the memory store.
 """
@@ -11,25 +14,14 @@ Nothing here imports Starlette, uvicorn or the memory store.
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..extras import is_postgres_url
+from ..tenant_names import TENANT_PATTERN, valid_tenant
 from .hosts import parse_allowed_hosts
 
-__all__ = ["DEFAULTS", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
-
-#: A tenant's name: lower-case letters, digits, ``_`` and ``-``, 1 to 63
-#: characters, starting with a letter or digit. It is also the name of the
-#: tenant's directory under the memory root, so no name can leave it.
-TENANT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-
-
-def valid_tenant(name) -> bool:
-    """Whether ``name`` is a well-formed tenant name."""
-    return isinstance(name, str) and TENANT_PATTERN.fullmatch(name) is not None
-
+__all__ = ["DEFAULTS", "ServeSettings", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the service on this machine only."""
@@ -42,7 +34,7 @@ def is_loopback(host: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Settings:
+class ServeSettings:
     """One service process's configuration.
 
     ``pack`` is a pack directory, an installed pack's name or None for the
@@ -66,7 +58,18 @@ class Settings:
     ``Retry-After``. ``open_stores`` idle stores stay open (least recently
     used first out). ``watch_interval`` seconds between polls of the pack
     directory (0: no watching). ``drain_timeout`` seconds to finish requests
-    in flight on SIGTERM.
+    in flight on SIGTERM: an ingest still running at half of it stops after
+    the batch it is writing (the client is told which lines are stored), and
+    whatever still runs at its end is given up, so the process exits within it.
+
+    ``read_timeout`` seconds a client has to send a request's headers, and
+    then again its whole body; past it the request is answered 408 (or, with
+    its headers unfinished, the connection closed). At most
+    ``max_body_bytes_in_flight`` bytes of request bodies are held while being
+    read, all requests together: a body that would go over it is answered 503
+    with ``Retry-After`` (before a byte of it is read when its
+    ``Content-Length`` says so). It must hold one body of the largest size
+    (``max_body_bytes``, and ``max_ingest_bytes`` with memory).
 
     ``writable_corpus`` lets the playground append a turn saved as a
     regression to ``corpus/regressions.yaml`` beside the pack (never into an
@@ -101,6 +104,8 @@ class Settings:
     open_stores: int = 32
     watch_interval: float = 1.0
     drain_timeout: float = 30.0
+    read_timeout: float = 30.0
+    max_body_bytes_in_flight: int = 128 << 20
     access_log: bool = False
     writable_corpus: bool = False
     allowed_hosts: tuple[str, ...] = ()
@@ -112,7 +117,7 @@ class Settings:
         if self.keys is not None and not isinstance(self.keys, Path):
             object.__setattr__(self, "keys", Path(self.keys))
         for name in ("max_body_bytes", "max_ingest_bytes", "max_message_chars", "max_batch", "max_k", "default_k",
-                     "queue", "open_stores"):
+                     "queue", "open_stores", "max_body_bytes_in_flight"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
@@ -120,12 +125,20 @@ class Settings:
             raise ValueError(f"max_history must be a non-negative integer, not {self.max_history!r}")
         if self.default_k > self.max_k:
             raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
-        for name in ("request_timeout", "ingest_timeout", "drain_timeout"):
+        largest = max(self.max_body_bytes, self.max_ingest_bytes if self.memory is not None else 0)
+        if self.max_body_bytes_in_flight < largest:
+            raise ValueError(f"max_body_bytes_in_flight ({self.max_body_bytes_in_flight}) must hold one body of the "
+                             f"largest size allowed ({largest} bytes: max_body_bytes, and max_ingest_bytes with "
+                             f"memory)")
+        for name in ("request_timeout", "ingest_timeout", "drain_timeout", "read_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, not {getattr(self, name)!r}")
         if self.watch_interval < 0:
             raise ValueError(f"watch_interval must be 0 (off) or positive, not {self.watch_interval!r}")
 
 
+#: The earlier name of :class:`ServeSettings`, kept for code written against it.
+Settings = ServeSettings
+
 #: Every setting's default, by name (what ``--help`` shows).
-DEFAULTS = {f.name: f.default for f in fields(Settings)}
+DEFAULTS = {f.name: f.default for f in fields(ServeSettings)}

@@ -12,13 +12,19 @@ at a time, in order, while different tenants run side by side. At most
 closed (its indexes saved) when another has to open. A store busy with
 requests is never closed under them.
 
-Each tenant admits ``queue`` turns and ingests at a time, running or
-waiting; one more is refused at once with :class:`Overloaded` (the service
-answers 503 with ``Retry-After``), so a burst never piles up unbounded work.
+Each tenant admits ``queue`` requests at a time, running or waiting; one
+more is refused at once with :class:`Overloaded` (the service answers 503
+with ``Retry-After``), so a burst never piles up unbounded work. One of the
+slots is kept for a write (:class:`Write`: an ingest, a delete): reads
+(turns, recalls, stats) may hold ``queue - 1`` at most, so readers, however
+many, never shed a write (with ``queue`` 1 there is nothing to keep).
 
 All tenants share one embedding model (:class:`SharedEmbedder`), loaded and
-warmed once per process. This module imports the memory store only when a
-store is opened, and an embedding runtime only through the embedder.
+warmed once per process. Its encodes are scheduled
+(:mod:`cleo_rules.serve.scheduler`): what a :class:`Write` encodes goes to the
+bulk lane, a slice at a time, and a turn's query goes ahead of it. This module
+imports the memory store only when a store is opened, and an embedding runtime
+only through the embedder.
 """
 
 from __future__ import annotations
@@ -32,20 +38,47 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .settings import valid_tenant
+from ..tenant_names import valid_tenant
+from .scheduler import EmbedScheduler, bulk_lane, in_bulk_lane
 
 if TYPE_CHECKING:
     from ..retrieval.memory import Memory
 
 log = logging.getLogger("cleo_rules.serve")
 
-__all__ = ["Overloaded", "RequestTimeout", "SharedEmbedder", "Tenants", "bounded"]
+__all__ = ["Overloaded", "RequestTimeout", "SharedEmbedder", "Tenants", "Write", "bounded"]
 
 DB_FILE = "memory.db"  # the store's database file: its presence is what makes a tenant known
 
 
 class Overloaded(Exception):
-    """The tenant's queue is full; nothing was started."""
+    """The tenant's queue is full (for a read: all but the slot kept for a write); nothing was started.
+
+    ``pending`` requests of the tenant were waiting or running; ``limit`` is
+    how many this request's kind may find there.
+    """
+
+    def __init__(self, name: str, pending: int = 0, limit: int = 0):
+        super().__init__(name)
+        self.pending = pending
+        self.limit = limit
+
+
+class Write:
+    """Work that changes a tenant's store (an ingest, a delete): ``Write(work)`` is called as ``work`` is.
+
+    Given to :meth:`Tenants.run`, it may take the slot of the tenant's queue
+    kept for writes, and what it encodes goes to the bulk lane of the
+    embedding scheduler (behind every turn's query).
+    """
+
+    __slots__ = ("work",)
+
+    def __init__(self, work):
+        self.work = work
+
+    def __call__(self, store):
+        return self.work(store)
 
 
 class RequestTimeout(Exception):
@@ -66,16 +99,22 @@ async def bounded(future, timeout: float):
 
 
 class SharedEmbedder:
-    """One embedding model for every tenant's store, encoding one batch at a time.
+    """One embedding model for every tenant's store, its encodes scheduled queries first.
 
-    Wraps a :class:`~cleo_rules.retrieval.embed.Embedder`; encoding is
-    serialised (the tokenizer is not safe to share between threads, and one
-    encode already keeps both cores busy).
+    Wraps a :class:`~cleo_rules.retrieval.embed.Embedder` (or anything with
+    ``encode(list[str])``). An encode made under
+    :func:`~cleo_rules.serve.scheduler.bulk_lane` (a :class:`Write`'s) goes
+    to the scheduler's bulk lane, any other to its query lane. The ONNX
+    Runtime backend runs the two lanes side by side; any other embedder one
+    encode at a time (a torch tokenizer is not safe to share between
+    threads). See :mod:`cleo_rules.serve.scheduler`.
     """
 
-    def __init__(self, embedder):
+    def __init__(self, embedder, *, slice: int | None = None):
         self._embedder = embedder
-        self._lock = threading.Lock()
+        side_by_side = getattr(embedder, "backend", None) == "onnx"  # one session and tokenizer, thread-safe
+        options = {} if slice is None else {"slice": slice}
+        self.scheduler = EmbedScheduler(embedder.encode, side_by_side=side_by_side, **options)
 
     @property
     def model_name(self):
@@ -106,8 +145,12 @@ class SharedEmbedder:
         return found if isinstance(found, dict) else {"backend": self.backend or "custom", "model": self.model_name}
 
     def encode(self, texts):
-        with self._lock:
-            return self._embedder.encode(texts)
+        texts = list(texts)
+        return self.scheduler.bulk(texts) if in_bulk_lane() else self.scheduler.query(texts)
+
+    def close(self) -> None:
+        """Stop the scheduler's bulk worker (after the encodes already waiting for it)."""
+        self.scheduler.close()
 
     def warm(self) -> float:
         """Load the model and run one encode; return the seconds it took."""
@@ -131,7 +174,8 @@ class _Tenant:
 
 
 class Tenants:
-    """Every tenant's store, opened on demand; used from the event loop's thread only.
+    """Every tenant's store, opened on demand; used from the event loop's thread, but for :meth:`exists`,
+    which may ask the database and so runs on a worker thread.
 
     ``embedder`` is shared by all stores (a :class:`SharedEmbedder`).
     """
@@ -142,6 +186,7 @@ class Tenants:
         self.url: str | None = str(root) if is_postgres_url(root) else None
         self.root = Path(root) if self.url is None else None
         self._database = None  # the shared pool of a postgresql:// root, opened on first use
+        self._database_lock = threading.Lock()  # first use may come from two threads at once
         self._known: set[str] = set()  # tenants whose schema exists (a schema is never dropped under us)
         self.embedder = embedder
         self.open_stores = int(open_stores)
@@ -160,21 +205,26 @@ class Tenants:
 
     def database(self):
         """The shared :class:`~cleo_rules.retrieval.postgres.Database` of a ``postgresql://`` root."""
-        if self._database is None:
-            from ..extras import postgres_imports
+        with self._database_lock:
+            if self._database is None:
+                from ..extras import postgres_imports
 
-            with postgres_imports():
-                from ..retrieval.pg_schema import parse_location
-                from ..retrieval.postgres import Database
+                with postgres_imports():
+                    from ..retrieval.pg_schema import parse_location
+                    from ..retrieval.postgres import Database
 
-            assert self.url is not None
-            self._database = Database(parse_location(self.url).url,
-                                      pool_size=int(self.store_options.pop("pool_size", 8)))
-        return self._database
+                assert self.url is not None
+                self._database = Database(parse_location(self.url).url,
+                                          pool_size=int(self.store_options.pop("pool_size", 8)))
+            return self._database
+
+    def known(self, name: str) -> bool:
+        """Whether the tenant is known to have a store without looking (its store is open, or was found)."""
+        return name in self._tenants or name in self._known
 
     def exists(self, name: str) -> bool:
-        """Whether the tenant has a store (only an ingest creates one)."""
-        if name in self._tenants or name in self._known:
+        """Whether the tenant has a store (only an ingest creates one): a file's presence, or a database query."""
+        if self.known(name):
             return True
         if self.url is None:
             return (self.path(name) / DB_FILE).is_file()
@@ -188,6 +238,11 @@ class Tenants:
         return found
 
     @property
+    def read_limit(self) -> int:
+        """How many requests of a tenant a read may find waiting or running: all but the slot kept for a write."""
+        return self.queue - 1 if self.queue > 1 else self.queue
+
+    @property
     def open_count(self) -> int:
         return sum(1 for t in self._tenants.values() if t.store is not None)
 
@@ -195,6 +250,7 @@ class Tenants:
         """Run ``work(store)`` on the tenant's thread and return its result.
 
         Opens (creating when missing) the store first if it is not open.
+        ``work`` wrapped in :class:`Write` is a write (see the class).
         Raises :class:`Overloaded` at once when the tenant's queue is full,
         and :class:`RequestTimeout` after ``timeout`` seconds (work already
         running goes on to its end; work still waiting is dropped).
@@ -206,8 +262,9 @@ class Tenants:
             where = self.path(name) if self.url is None else None
             tenant = self._tenants[name] = _Tenant(name, where, self._closing.pop(name, None))
         self._tenants.move_to_end(name)
-        if tenant.pending >= self.queue:
-            raise Overloaded(name)
+        limit = self.queue if isinstance(work, Write) else self.read_limit
+        if tenant.pending >= limit:
+            raise Overloaded(name, tenant.pending, limit)
         tenant.pending += 1
         loop = asyncio.get_running_loop()
         try:
@@ -238,6 +295,9 @@ class Tenants:
 
                 tenant.store = MemoryStore.open(tenant.path, embedder=self.embedder, **self.store_options)
             log.info("opened the memory store of tenant %s", tenant.name)
+        if isinstance(work, Write):
+            with bulk_lane():
+                return work(tenant.store)
         return work(tenant.store)
 
     def _release(self, tenant: _Tenant) -> None:
@@ -284,4 +344,7 @@ class Tenants:
                 log.exception("a memory store failed to close cleanly")
         if self._database is not None:
             self._database.close()
+        close = getattr(self.embedder, "close", None)
+        if callable(close):
+            close()  # every store's work is done: nothing is left to encode
         return open_now

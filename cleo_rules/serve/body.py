@@ -1,10 +1,16 @@
 """Reading request bodies: JSON shape and limits, with the field at fault named.
 
 These checks are the JSON shape of a request and the service's limits, and
+the library's own reading of a history (:func:`cleo_rules.history.read_history`),
 nothing more: what a history item *means* (a user message, a role-tagged
 turn) is the library's business. The rules here are the ones the OpenAPI
 document states (:mod:`cleo_rules.serve.openapi`); a test holds the two to
 each other.
+
+Every refusal is a :class:`BadRequest` (a 400 problem), raised here and
+nowhere else: an endpoint reads its body first, so a ``TypeError`` or
+``ValueError`` from the work that follows is a fault of the service (a 500),
+never blamed on the request.
 
 The limits hold for every form of a history item: ``max_message_chars`` is
 the longest message, history string and history item's ``content`` (a string,
@@ -20,10 +26,21 @@ from __future__ import annotations
 import json
 import re
 
+from ..history import ASSISTANT, USER, read_history
 from ..jsonl import json_type, lone_surrogate
+from ..kinds import DecisionKind
 from .problems import ServiceError
 
-__all__ = ["check_unicode", "history_error", "parse_json", "read_batch", "read_classify", "read_turn"]
+__all__ = ["BadRequest", "check_unicode", "history_error", "parse_json", "read_batch", "read_classify",
+           "read_regression", "read_turn"]
+
+KINDS = tuple(DecisionKind)
+#: the roles of a history item the history reader takes as it is when its content is a string
+PLAIN_ROLES = (USER, ASSISTANT)
+
+
+class BadRequest(ServiceError):
+    """A request the service refuses as sent: its body, a field or its history (always a 400 problem)."""
 
 
 def _no_constant(name):
@@ -35,21 +52,21 @@ def parse_json(raw: bytes):
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ServiceError("invalid-json", f"the body is not UTF-8: {exc.reason} at byte {exc.start}") from None
+        raise BadRequest("invalid-json", f"the body is not UTF-8: {exc.reason} at byte {exc.start}") from None
     try:
         return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise ServiceError("invalid-json", f"the body is not valid JSON: {exc.msg} at line {exc.lineno} "
+        raise BadRequest("invalid-json", f"the body is not valid JSON: {exc.msg} at line {exc.lineno} "
                                            f"column {exc.colno}") from None
     except (ValueError, RecursionError) as exc:
-        raise ServiceError("invalid-json", f"the body is not valid JSON: {exc}") from None
+        raise BadRequest("invalid-json", f"the body is not valid JSON: {exc}") from None
 
 
-def _bad(field: str, detail: str, **extra) -> ServiceError:
-    return ServiceError("invalid-request", detail, field=field or None, **extra)
+def _bad(field: str, detail: str, **extra) -> BadRequest:
+    return BadRequest("invalid-request", detail, field=field or None, **extra)
 
 
-def _surrogate(what: str, field: str, text: str, at: int) -> ServiceError:
+def _surrogate(what: str, field: str, text: str, at: int) -> BadRequest:
     return _bad(field, f"{what} at {field or 'the top of the body'} holds a lone surrogate (U+{ord(text[at]):04X} at "
                        f"character {at}), which is not valid Unicode", code="E319")
 
@@ -125,17 +142,25 @@ def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
         raise _bad(where, f"history must be an array of earlier messages, oldest first, not {json_type(history)}")
     if len(history) > max_items:
         raise _bad(where, f"history has {len(history)} items; the limit is {max_items}")
+    plain = True  # every item a string or {"role": "user" | "assistant", "content": str}: nothing to refuse
     for n, item in enumerate(history):
         if isinstance(item, str):
             if len(item) > max_chars:
                 raise _bad(f"{where}[{n}]", f"history[{n}] is {len(item)} characters; the limit is {max_chars}")
         elif isinstance(item, dict):
-            chars = _content_chars(item.get("content"))
+            content = item.get("content")
+            chars = _content_chars(content)
             if chars > max_chars:  # the same limit as a string item's, whatever the form
                 raise _bad(f"{where}[{n}].content", f"history[{n}].content holds {chars} characters of text; the "
                                                     f"limit is {max_chars}")
+            plain = plain and type(content) is str and item.get("role") in PLAIN_ROLES
         else:
             raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {json_type(item)}")
+    if not plain:  # what the classifier will read: a history it refuses is the request's fault
+        try:
+            read_history(history)
+        except (TypeError, ValueError) as exc:
+            raise history_error(exc, field) from None
     return history
 
 
@@ -186,12 +211,28 @@ def read_batch(body, settings) -> list:
 _HISTORY_ITEM = re.compile(r"history\[\d+\]")
 
 
-def history_error(exc: Exception, field: str = "") -> ServiceError:
-    """The library's ``TypeError``/``ValueError`` about a history, as a 400 naming the field.
+def history_error(exc: Exception, field: str = "") -> BadRequest:
+    """The history reader's ``TypeError``/``ValueError`` about a history, as a 400 naming the field.
 
     The field is the item the library's message names (``history[2]``), else
     the whole ``history``; the detail is the library's own message.
     """
     named = _HISTORY_ITEM.search(str(exc))
     where = named.group(0) if named else "history"
-    return ServiceError("invalid-history", str(exc), field=f"{field}.{where}" if field else where)
+    return BadRequest("invalid-history", str(exc), field=f"{field}.{where}" if field else where)
+
+
+def read_regression(body, settings) -> tuple[str, list, str, bool]:
+    """``(message, history, expect, write)`` from a request to save a turn as a regression case."""
+    check_unicode(body)
+    if not isinstance(body, dict):
+        raise _bad("", "the body must be a JSON object with message, history and expect")
+    _object(body, "", ("message", "history", "expect", "write"))
+    message, history = read_classify({k: body[k] for k in ("message", "history") if k in body}, settings)
+    expect = body.get("expect")
+    if not isinstance(expect, str) or expect not in KINDS:
+        raise _bad("expect", f"expect must be one of {', '.join(KINDS)}")
+    write = body.get("write", False)
+    if not isinstance(write, bool):
+        raise _bad("write", "write must be true or false")
+    return message, history, expect, write

@@ -1,0 +1,87 @@
+"""The two sources of memory and their tables, described once for both backends.
+
+There are two sources of memory, :class:`Source`: past **conversations**,
+searched as *snippets* (one per exchange), and **documents**, searched as
+*passages*. Each source has a parent table (``conversations``,
+``documents``) and a table of pieces (``snippets``, ``passages``);
+conversations also keep their ``messages``. :data:`TABLES` describes each
+source's tables once; the SQLite statements
+(:mod:`~cleo_rules.retrieval.sqlite_schema`) and the PostgreSQL ones
+(:mod:`~cleo_rules.retrieval.pg_schema`) are built from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from operator import attrgetter
+
+from ..kinds import Source
+
+__all__ = ["TABLES", "Source", "SourceTable", "now", "source_of_item"]
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """The tables and files of one source.
+
+    ``parent`` holds the conversations or documents (``id`` and
+    ``parent_columns``, then ``content_hash`` and ``ingested_at``);
+    ``pieces`` their snippets or passages, each pointing at its parent
+    through ``fk`` and keeping its place in it in ``bounds`` (the messages a
+    snippet covers, the characters a passage covers); ``messages`` is the
+    table of a conversation's messages (``None`` for documents);
+    ``index_file`` the embedded store's hnswlib file of the source. A
+    piece's item id is ``"<parent id>#<mark><position>"``.
+    """
+
+    source: Source
+    parent: str
+    pieces: str
+    fk: str
+    parent_columns: tuple[str, ...]
+    bounds: tuple[str, str]
+    index_file: str
+    mark: str
+    messages: str | None = None
+
+    @property
+    def label(self) -> str:
+        """One piece, in words: ``"snippet"`` or ``"passage"``."""
+        return self.pieces[:-1]
+
+    @cached_property
+    def parent_values(self) -> attrgetter:
+        """``parent_values(item)``: an item's values for ``parent_columns`` (two or more: a tuple)."""
+        return attrgetter(*self.parent_columns)
+
+    def item_id(self, parent_id: str, position: int) -> str:
+        return f"{parent_id}#{self.mark}{position}"
+
+
+TABLES: dict[Source, SourceTable] = {
+    Source.CONVERSATION: SourceTable(
+        Source.CONVERSATION, "conversations", "snippets", "conversation_id", ("title", "date"),
+        ("first_message", "last_message"), "snippets.hnsw", "s", messages="messages",
+    ),
+    Source.DOCUMENT: SourceTable(
+        Source.DOCUMENT, "documents", "passages", "document_id", ("title", "date", "text"),
+        ("start_char", "end_char"), "passages.hnsw", "p",
+    ),
+}
+
+_BY_MARK = {t.mark: t.source for t in TABLES.values()}
+
+
+def source_of_item(item: str) -> Source | None:
+    """The source an item id belongs to (``"c1#s0"``: conversation), None when it is no item id."""
+    _, sep, tail = item.rpartition("#")
+    if not sep or len(tail) < 2 or not (tail[1:].isascii() and tail[1:].isdigit()):
+        return None
+    return _BY_MARK.get(tail[0])
+
+
+def now() -> str:
+    """The local time, to the second, as ISO 8601 with its offset."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")

@@ -1,0 +1,66 @@
+"""The service's own endpoints: health, readiness, metrics, its OpenAPI document and its problem types.
+
+None needs a key: ``/healthz`` answers as soon as the process is up,
+``/readyz`` says what the service still waits for (503 until it is ready).
+Where the server keeps things (the pack's and corpus's paths, errors naming
+its files) ``/readyz`` shows only without keys or to a key for every tenant
+(:data:`PRIVATE`).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ..problems import PROBLEM_TYPES, ServiceError, type_uri
+from ..responses import json_response
+from .common import service_of
+
+__all__ = ["PRIVATE", "healthz", "metrics", "openapi_json", "problem_type", "readyz"]
+
+#: the members of the pack's status that say where the server keeps things, or may (an error naming a file)
+PRIVATE = ("path", "corpus", "last_error")
+
+
+async def healthz(request: Request) -> Response:
+    return json_response({"status": "ok"})
+
+
+def _pack_status(manager, shown: bool) -> dict:
+    status = manager.status()
+    return status if shown else {k: v for k, v in status.items() if k not in PRIVATE}
+
+
+async def readyz(request: Request) -> Response:
+    service = service_of(request)
+    shown = service.shows_paths(request)
+    memory = service.settings.memory is not None
+    model = ("not used" if not memory else "warm" if service.model_warm
+             else "failed" if service.model_error is not None else "loading")
+    if not service.ready:
+        try:
+            service.require_ready(detailed=shown)
+        except ServiceError as exc:
+            exc.extra.update(pack=_pack_status(service.manager, shown) if service.manager else None, model=model)
+            raise
+    embedding = service.embedder.describe() if memory else None
+    return json_response({"ready": True, "pack": _pack_status(service.packs, shown), "memory": memory,
+                          "model": model, "embedding": embedding})
+
+
+async def metrics(request: Request) -> Response:
+    return Response(service_of(request).metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
+
+async def openapi_json(request: Request) -> Response:
+    """The document built for this app's settings when the app was (``app.state.openapi``, JSON bytes)."""
+    return Response(request.app.state.openapi, media_type="application/json")
+
+
+async def problem_type(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in PROBLEM_TYPES:
+        raise ServiceError("not-found", f"no problem type {name[:60]!r}")
+    status, title, description = PROBLEM_TYPES[name]
+    return json_response({"type": type_uri(name), "status": status, "title": title, "description": description})

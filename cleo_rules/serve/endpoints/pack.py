@@ -1,0 +1,143 @@
+"""The rule pack serving now: its status, a reload, and what the playground reads of it.
+
+``GET /v1/pack``                the pack's status, the last refusal's located ``problems`` and where saved
+                                regressions go (:func:`pack_extras`)
+``POST /v1/pack/reload``        load the pack again; it serves only if it passes the acceptance gate
+``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``
+``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only)
+``POST /v1/pack/regressions``   a turn as a ``regressions.yaml`` case: its YAML, appended to the corpus
+                                beside the pack when the service runs with ``--writable-corpus``
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ...errors import CleoError, PackError
+from ..body import parse_json, read_regression
+from ..problems import ServiceError
+from ..responses import JSON_TYPES, json_response
+from .common import admit
+
+if TYPE_CHECKING:
+    from ..service import Service
+
+__all__ = ["pack_extras", "pack_files", "pack_reload", "pack_rules", "pack_source", "pack_status", "regressions"]
+
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def pack_files(pack) -> dict[str, Path]:
+    """The files of ``pack`` the source endpoint may show, by the name its rules give them (``rule.file``)."""
+    from ...pack.sources import display
+
+    root = Path(pack.path).resolve()
+    names = {display(Path(pack.path) / "pack.yaml")} | {r.file for r in (*pack.rules, *pack.referent_rules)}
+    out = {}
+    for name in sorted(names):
+        path = Path(name)
+        path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+        if path == root or root in path.parents:
+            out[name] = path
+    return out
+
+
+def _regressions(service: Service) -> tuple[Path, bool]:
+    """Where saved regressions go for the pack serving now, and whether this service appends them."""
+    from ...corpus.regressions import regressions_path
+    from ...resources import inside_package
+
+    target = regressions_path(service.packs.pack)
+    return target, service.settings.writable_corpus and not inside_package(target) and target.parent.is_dir()
+
+
+def pack_extras(service: Service) -> dict:
+    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file."""
+    from ...corpus.files import display
+
+    error = service.packs.last_error
+    problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
+    target, writable = _regressions(service)
+    return {"problems": problems, "regressions": {"file": display(target), "writable": writable}}
+
+
+async def pack_status(request: Request) -> Response:
+    service = admit(request)
+    return json_response({**service.packs.status(), **pack_extras(service)})
+
+
+async def pack_reload(request: Request) -> Response:
+    manager = admit(request, admin=True).packs
+    changed = await asyncio.get_running_loop().run_in_executor(None, manager.reload)
+    status = manager.status()
+    error = manager.last_error
+    if not changed and error is not None:
+        problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
+        raise ServiceError("pack-rejected", str(error).splitlines()[0], problems=problems, serving=status)
+    return json_response({"reloaded": changed, **status})
+
+
+async def pack_rules(request: Request) -> Response:
+    pack = admit(request).packs.pack
+    rules = [{"id": r.id, "kind": r.kind, "file": r.file, "line": r.line, "description": getattr(r, "description", "")}
+             for r in (*pack.rules, *pack.referent_rules)]
+    return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules})
+
+
+async def pack_source(request: Request) -> Response:
+    pack = admit(request).packs.pack
+    name = request.query_params.get("file")
+    if not name:
+        raise ServiceError("invalid-request", "file is required: a file of the pack, as its rules name it",
+                           field="file")
+    files = pack_files(pack)
+    path = files.get(name)
+    if path is None:
+        raise ServiceError("not-found", f"pack {pack.name} has no file {name[:200]!r}; its files: {', '.join(files)}")
+    try:
+        size = path.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            raise ServiceError("payload-too-large", f"{name} is {size} bytes; the playground shows files up to "
+                                                    f"{MAX_SOURCE_BYTES}")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ServiceError("not-found", f"{name} cannot be read now: {exc.strerror or exc}") from None
+    return json_response({"file": name, "hash": pack.content_hash, "lines": text.splitlines()})
+
+
+async def regressions(request: Request) -> Response:
+    from ...corpus.files import display
+    from ...corpus.regressions import regression_entry, save_regression
+
+    service = admit(request)
+    settings = service.settings
+    raw = await service.read_body(request, settings.max_body_bytes, JSON_TYPES)
+    message, history, expect, write = await service.off_loop(lambda: read_regression(parse_json(raw), settings))
+    if write:
+        service.authorize(request, admin=True)
+    pack = service.packs.pack
+    target, _ = _regressions(service)
+
+    def work():
+        entry = regression_entry(message, history, expect, pack=pack)
+        return entry, save_regression(pack, entry, write=False, path=target)
+
+    loop = asyncio.get_running_loop()
+    entry, preview = await loop.run_in_executor(None, work)
+    shown = display(target)
+    if not write:
+        return json_response(preview.to_dict(shown))
+    if not settings.writable_corpus:
+        raise ServiceError("corpus-not-writable", "this service was started without --writable-corpus; copy the "
+                                                  "case into the regressions file by hand",
+                           yaml=preview.yaml, file=shown)
+    try:
+        saved = await loop.run_in_executor(None, lambda: save_regression(pack, entry, path=target))
+    except CleoError as exc:  # the regressions file cannot take the case
+        raise ServiceError("corpus-not-writable", str(exc), code=exc.code, yaml=preview.yaml, file=shown) from None
+    return json_response(saved.to_dict(shown))
