@@ -24,6 +24,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # the compiled-pack cache of this run (and of the commands it starts): never the developer's own
 os.environ["CLEO_RULES_CACHE"] = _CACHE = tempfile.mkdtemp(prefix="cleo-rules-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# The services the tests start encode ingests at the priority of everything else: at the default,
+# nice 19, an ingest waits for the cores while the other workers of a parallel run (or anything
+# else on the machine) use them, and the tests time out waiting for it. The priority itself is
+# tested in test_serve_scheduler.py, which sets it or removes this.
+os.environ["CLEO_EMBED_BULK_NICE"] = "0"
 
 
 @pytest.fixture(autouse=True)
