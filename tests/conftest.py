@@ -130,19 +130,24 @@ def _worker_codes_dir(config):
 def pytest_sessionstart(session):
     directory, worker = _worker_codes_dir(session.config)
     if directory is not None:
-        (directory / f"{worker}.pid").write_text(str(os.getpid()))
+        _write_whole(directory / f"{worker}.pid", str(os.getpid()))
 
 
 def pytest_sessionfinish(session):
-    """A worker's codes, written whole (renamed into place) once it has run its last test."""
+    """A worker's codes, written once it has run its last test."""
     directory, worker = _worker_codes_dir(session.config)
     if directory is not None:
         from cleo_rules import codes
 
         observed = {code: sorted(messages) for code, messages in codes.observed().items()}
-        part = directory / f"{worker}.json.part"
-        part.write_text(json.dumps(observed), encoding="utf-8")
-        os.replace(part, directory / f"{worker}.json")
+        _write_whole(directory / f"{worker}.json", json.dumps(observed))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader sees nothing or all of it (a file renamed into place)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
 
 
 def _alive(pid: int) -> bool:
@@ -155,7 +160,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture
 def suite_codes(request) -> dict[str, set[str]]:
-    """Every error code raised in this test run so far, with up to 64 of its messages each.
+    """Every error code raised in this test run so far, with messages (up to 64 per code and process).
 
     In one process, what :func:`cleo_rules.codes.observed` holds. Under
     pytest-xdist, also what every other worker raised: the fixture waits until
