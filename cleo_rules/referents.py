@@ -172,6 +172,11 @@ class ReferentFinder:
         self._names: OrderedDict[str, tuple] = OrderedDict()
         self._lock = Lock()
 
+    @property
+    def function_words(self) -> frozenset[str]:
+        """The pack's function words (lower case): words that name nothing."""
+        return self._function
+
     def names(self, text: str) -> tuple:
         """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
         if len(text) > CACHE_CHARS:

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from ..kinds import DecisionKind
-from ..shaping import render
+from ..shaping import render, template_for
 from .model import Case, plain, role_tagged, user_turns
 
 __all__ = ["Evaluator", "Outcome", "found_referent"]
@@ -196,10 +196,9 @@ class Evaluator:
                        f"expected {json.dumps(case.anchor, ensure_ascii=False)}")
         elif d.anchor is not None and d.anchor not in users:
             out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, which is no user turn")
-        ref_text, _ = found_referent(d)
-        want = render(self.pack.settings.combine, anchor=d.anchor or "", referent=ref_text or "",
-                      message=case.message)
-        if d.anchor is None and ref_text is None:
+        # the template the decision used, over the parts it found (the message among them)
+        want = render(template_for(self.pack.settings, d.parts), **{p.name: p.text for p in d.parts})
+        if len(d.parts) <= 1:
             want = case.message
         if d.query != want:
             out.append(f"query is {json.dumps(d.query, ensure_ascii=False)}, expected the combine template over "

@@ -47,13 +47,14 @@ class PackSettings:
 
     min_chars: int = 10
     max_follow_up_words: int = 12
-    combine: str = "{anchor}\n{message}"
+    combine: str = "{anchor}\n{topic}\n{referent}\n{message}\n{reply}"
     timeout_ms: float = 50
     max_scan_chars: int = 4000
     anchor_lookback: int = 50
     referents: bool = True
-    combine_resolved: str = "{referent}\n{message}"
+    combine_resolved: str = "{anchor}\n{topic}\n{referent}\n{message}\n{reply}"
     reply_words: int = 20
+    reply_max_words: int = 150
     max_referent_words: int = 12
     antecedent_reach: int = 6
 
