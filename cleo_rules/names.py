@@ -147,9 +147,10 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
         # "I" ends no name ("Can I", "Yes I")
         while words and _bare(words[-1].lower()) in _NEVER:
             words = words[:-1]
-        # trailing connectors belong to nothing
-        while words and words[-1].lower() in ("of", "de", "del", "della", "di", "da", "du", "des", "van", "von",
-                                              "der", "den", "la", "le", "y", "the", "on", "upon", "&"):
+        # trailing connectors belong to nothing; a particle does only in lower case ("Zego Van" keeps "Van")
+        while words and (words[-1].lower() in ("of", "the", "on", "upon", "&")
+                         or words[-1] in ("de", "del", "della", "di", "da", "du", "des", "van", "von", "der", "den",
+                                          "la", "le", "y")):
             words = words[:-1]
         if not words:
             continue
