@@ -39,7 +39,7 @@ from .explain import Explanation, Recorder
 from .history import USER, read_history
 from .kinds import DecisionKind
 from .prefilter import LiteralIndex, holds, literal_requirements, words_of_tokens
-from .shaping import shape
+from .shaping import shape, shape_correction
 from .text import normalize, original_span, visible_length, word_pattern
 from .walk import RuleTimeout, Walk, WalkResult
 
@@ -272,6 +272,9 @@ class Matcher:
         # or a substantive message, its parts combined for a follow-up
         if kind == FOLLOW_UP and normalized is not None:  # a follow-up's text is always normalised
             query, parts, why = shape(self, message, normalized, said, recorder, frozenset(result.referents))
+            note = note or why
+        elif kind == CORRECTION and normalized is not None:
+            query, parts, why = shape_correction(self, message, normalized, said, recorder, span)
             note = note or why
         else:
             query, parts = (None, ()) if kind == SKIP else (message, (Part("message", message, "message"),))

@@ -392,6 +392,10 @@ class ReferentFinder:
             chosen = options[figures.index(best)]
         return self._referent(chosen, rule, said)
 
+    def offer(self, history: tuple[Said, ...], reach: int = REACH) -> tuple[Said, tuple[Mention, ...]] | None:
+        """The most recent assistant turn among the last ``reach`` offering two or more options, and its options."""
+        return next(self._offers(history[-reach:]), None)
+
     def _all(self, rule, message_low, window) -> Referent | None:
         """Every option of the most recent offer ("compare them", "both"), unless the message names one."""
         said, options = next(self._offers(window), (None, ()))

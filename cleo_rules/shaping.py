@@ -59,7 +59,8 @@ from collections import Counter
 from .decision import Part
 from .history import ASSISTANT, USER
 
-__all__ = ["QUERY_PARTS", "as_follow_up", "information_seeking", "render", "shape", "template_for"]
+__all__ = ["QUERY_PARTS", "as_follow_up", "information_seeking", "render", "shape", "shape_correction",
+           "template_for"]
 
 NOTHING_TO_COMBINE = "no substantive message in history; searched as typed"
 #: The parts a query template may use, in the order the default template puts them.
@@ -228,6 +229,67 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     query = render(template, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
+
+
+def _names_any(text: str, names) -> bool:
+    low = text.lower()
+    return any(re.search(r"(?<!\w)" + re.escape(n.lower()) + r"(?!\w)", low) for n in names)
+
+
+def _brings_its_own(matcher, normalized: str, span) -> bool:
+    """Whether the correction says more than its rule matched: a word outside ``span`` the vocabulary does not cover."""
+    rest = normalized if span is None else normalized[: span[0]] + " " + normalized[span[1]:]
+    tokens = _WORD.findall(rest)
+    if not tokens:
+        return False
+    _, covered, _ = matcher.context.vocabulary.cover(tokens)
+    return not all(covered)
+
+
+def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):
+    """``(query, parts, note)`` for a correction: never combined with what it rejects.
+
+    With no offer among the assistant's recent turns (two or more options), a
+    correction is searched as typed. After an offer, what it rejects is every
+    option but its replacement: a correction that picks its replacement from
+    the offer ("not that one, the cheaper one") searches the subject (the
+    anchor) with the replacement; one that brings its own ("neither suits, try
+    Thursday instead": words beyond the correction's ``span``, in normalised
+    text, that the pack's vocabulary does not cover) searches the subject with
+    the message; one that does neither ("we tried that one already") is
+    searched as typed. A part that names a rejected option is left out, so the
+    query never holds one.
+    """
+    as_typed = (message, (Part("message", message, "message"),), None)
+    settings = matcher.settings
+    finder = matcher.referents
+    if not settings.referents or not any(s.role == ASSISTANT for s in history):
+        return as_typed
+    offer = finder.offer(history)
+    if offer is None:
+        return as_typed
+    said, options = offer
+    choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
+    found = finder.find(normalized, message, history, recorder, candidates=choosing) if choosing else None
+    if found is None and not _brings_its_own(matcher, normalized, span):
+        return as_typed
+    chosen = found.text if found is not None else None
+    rejected = [o.text for o in options if chosen is None or (o.text not in chosen and chosen not in o.text)]
+    parts: list[Part] = []
+    anchor = matcher.anchor(history)
+    if anchor is not None and not _names_any(anchor.content, rejected):
+        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                          (0, len(anchor.content)), None))
+    if found is not None:
+        parts.append(Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
+                          found.rule))
+    elif not _names_any(message, rejected):
+        parts.append(Part("message", message, "message"))
+    if not parts or (len(parts) == 1 and parts[0].name == "message"):
+        return as_typed if not _names_any(message, rejected) else (None, (), "a correction naming only what it rejects")
+    query = render(settings.combine_correction, **{p.name: p.text for p in parts})
+    order = {name: i for i, name in enumerate(QUERY_PARTS)}
+    return query, tuple(sorted(parts, key=lambda p: order[p.name])), None
 
 
 def as_follow_up(pack, message: str, history=()):

@@ -185,3 +185,55 @@ def test_a_follow_up_shaped_again_is_what_classify_shaped(message, history):
         query, parts, note = as_follow_up(PACK, message, history)
         assert (query, parts) == (d.query, d.parts)
         assert note == d.note
+
+
+# -- corrections: never combined with what they reject ------------------------------------------------
+
+OFFER = ["Which van insurer covers tools left in the van overnight?",
+         {"role": "assistant", "content": "Two do: Brightline Commercial at 2,140 a year and Zego Van at 1,865."}]
+
+
+def test_a_correction_that_picks_its_replacement_from_the_offer_searches_the_subject_with_it():
+    d = PACK.classify("Not that one, the cheaper one.", OFFER)
+    assert d.kind == "correction"
+    assert d.query == f"{OFFER[0]}\nZego Van" and [p.name for p in d.parts] == ["anchor", "referent"]
+    assert "Brightline" not in d.query
+
+
+def test_a_correction_that_brings_its_own_replacement_searches_the_subject_with_the_message():
+    d = PACK.classify("Neither of those suits, try Thursday instead.", OFFER)
+    assert d.kind == "correction" and d.query == f"{OFFER[0]}\nNeither of those suits, try Thursday instead."
+
+
+def test_a_correction_with_no_replacement_or_no_offer_is_searched_as_typed():
+    assert PACK.classify("We tried that one already.", OFFER).query == "We tried that one already."
+    d = PACK.classify("Not that one, the cheaper one.", [OFFER[0]])
+    assert d.kind == "correction" and d.query == "Not that one, the cheaper one."
+
+
+NAMES = st.sampled_from(["Brightline", "Zego", "Hadley", "Cresswell", "Tillotson", "Marsh Lane", "Pennine Supplies",
+                         "Dalton Heating", "Northgate", "Ashworth"])
+CORRECTIONS = st.sampled_from(["Not that one, the cheaper one.", "No, not that one.", "Not that one, the second one.",
+                               "Neither of those suits, try Thursday instead.", "Wrong one, sorry.",
+                               "Not that one, the last one.", "We tried that one already.",
+                               "None of them works, try Leeds instead.", "Not that one, the bigger one."])
+
+
+@given(st.lists(NAMES, min_size=2, max_size=3, unique=True), CORRECTIONS,
+       st.sampled_from(["Which supplier should we use?", "Compare the quotes for the van", ""]),
+       st.lists(st.integers(100, 9999), min_size=3, max_size=3, unique=True))
+@settings(max_examples=60, deadline=None)
+def test_a_correction_never_carries_an_option_it_rejects(options, message, request, figures):
+    """Whatever the offer, the query of a correction holds no offered option but the replacement it picked."""
+    offer = ", ".join(f"{o} at {f}" for o, f in zip(options[:-1], figures)) + f" or {options[-1]} at {figures[-1]}"
+    history = ([request] if request else []) + [{"role": "assistant", "content": f"You could use {offer}."}]
+    d = PACK.classify(message, history)
+    if d.kind != "correction":
+        return
+    chosen = d.referent or ""
+    assert chosen in options or not chosen
+    for option in options:
+        if option == chosen:
+            continue
+        assert all(option.lower() not in p.text.lower() for p in d.parts), (d.query, d.parts)
+        assert d.query is None or option.lower() not in d.query.lower()

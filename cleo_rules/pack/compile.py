@@ -140,6 +140,8 @@ def _read_manifest(manifest: LoadedFile, problems: list[Problem]) -> tuple[PackS
         problems += lint_combine(manifest, settings.combine)
     if isinstance(settings.combine_resolved, str):
         problems += lint_combine(manifest, settings.combine_resolved, "combine_resolved", ("referent", "message"))
+    if isinstance(settings.combine_correction, str):
+        problems += lint_combine(manifest, settings.combine_correction, "combine_correction", ())
     context = dict(DEFAULT_CONTEXT)
     given_context = mdata.get("context")
     problems += lint_context(manifest, given_context)
