@@ -130,6 +130,8 @@ def _human(decision, pack=None, found=None) -> str:
         elif part.name == "referent":
             by = f", by {part.rule}" if part.rule else ", the reply's opening words"
             rows.append(("referent", f"{part.text}  (from {part.where}{by})"))
+        elif part.name in ("topic", "reply"):
+            rows.append((part.name, f"{part.text}  (from {part.where})"))
     rows.append(("query", "(none: not searched)" if decision.query is None else decision.query))
     if decision.note:
         rows.append(("note", decision.note))
