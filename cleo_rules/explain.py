@@ -170,6 +170,12 @@ class Recorder:
         self._referents.append(Attempt("referent", rule.id, found is not None, span,
                                        self._scanned[span[0]:span[1]], note))
 
+    def named_choice(self, rule_id: str, choice) -> None:
+        """No rule took the message, but it names one option of the last offer: a choice by ``rule_id``."""
+        self._referents.append(Attempt("referent", rule_id, True, note=(
+            f"names an option of the last offer: {choice.text!r} from {choice.said.where}, "
+            f"{choice.span[0]}..{choice.span[1]} of that turn; the rest of the message is in the vocabulary")))
+
     def referent(self, part) -> None:
         """The query's referent part (found by a rule, or the last reply's opening words)."""
         if part.rule is None:

@@ -170,9 +170,14 @@ def _last_reply(history, words: int, max_chars: int, name: str = "reply"):
     return None
 
 
-def _referent(matcher, message, normalized, history, recorder, candidates, seeking):
-    """``(referent part, chosen from an offer)``."""
+def _referent(matcher, message, normalized, history, recorder, candidates, seeking, given=None):
+    """``(referent part, chosen from an offer)``; ``given``, a :class:`~cleo_rules.choices.NamedChoice` with the
+    id of the rule that took it, is the option the message names."""
     settings = matcher.settings
+    if given is not None:
+        choice, rule = given
+        return Part("referent", choice.text, choice.said.role, choice.said.turn, choice.said.index, choice.span,
+                    rule), True
     found = matcher.referents.find(normalized, message, history, recorder, candidates=candidates)
     if found is not None:
         rule = next((r for r in matcher.referents.rules if r.id == found.rule), None)
@@ -184,18 +189,20 @@ def _referent(matcher, message, normalized, history, recorder, candidates, seeki
     return None, False
 
 
-def shape(matcher, message: str, normalized: str, history, recorder=None, candidates=None):
+def shape(matcher, message: str, normalized: str, history, recorder=None, candidates=None, given=None):
     """``(query, parts, note)`` for a follow-up ``message`` given ``history`` (:class:`~cleo_rules.history.Said` items).
 
     ``candidates``, when given, are the indices of the referent rules the
     prefilter found the message can match; the others are not searched.
+    ``given`` is ``(NamedChoice, rule id)`` for a message that picks an
+    offered option by name (:mod:`cleo_rules.choices`): its referent.
     """
     settings = matcher.settings
     referent = topic = reply = None
     chosen = seeking = False
     if settings.referents and any(s.role == ASSISTANT for s in history):
         seeking = settings.reply_max_words > 0 and information_seeking(history, settings)
-        referent, chosen = _referent(matcher, message, normalized, history, recorder, candidates, seeking)
+        referent, chosen = _referent(matcher, message, normalized, history, recorder, candidates, seeking, given)
         if referent is not None and recorder is not None:
             recorder.referent(referent)
     template = settings.combine_resolved if referent is not None and referent.rule else settings.combine

@@ -237,3 +237,35 @@ def test_a_correction_never_carries_an_option_it_rejects(options, message, reque
             continue
         assert all(option.lower() not in p.text.lower() for p in d.parts), (d.query, d.parts)
         assert d.query is None or option.lower() not in d.query.lower()
+
+
+# -- a choice that names what it picks ------------------------------------------------------------------
+
+BOILER = ["Can you book the boiler service for next week?",
+          {"role": "assistant", "content": "I can do Tuesday at 9 am, Wednesday at 2 pm or Thursday at 11 am."}]
+
+
+def test_a_message_naming_one_offered_option_is_a_choice_of_it():
+    for message, history, option in [("Brightline, please.", OFFER, "Brightline Commercial"),
+                                     ("Thursday works for me.", BOILER, "Thursday at 11 am"),
+                                     ("I will take the Wednesday slot.", BOILER, "Wednesday at 2 pm")]:
+        d = PACK.classify(message, history)
+        assert (d.kind, d.rule, d.referent) == ("follow_up", "vocab.choice", option), message
+        assert [p.name for p in d.parts] == ["anchor", "referent", "message"]  # the subject, the option; no reply
+        ref = d.parts[1]
+        assert history[1]["content"][ref.span[0]:ref.span[1]] == option
+        assert message[d.span[0]:d.span[1]] == d.matched and d.matched.lower() in option.lower()
+
+
+def test_naming_an_option_is_no_choice_when_the_message_says_more_or_asks():
+    for message in ["Brightline Commercial covers tools left overnight?", "Is Brightline cheaper than Zego?",
+                    "Who owns Brightline", "Brightline Commercial insured our other van in 2019"]:
+        assert PACK.classify(message, OFFER).kind == "substantive", message
+    assert PACK.classify("Brightline, please.", [OFFER[0]]).kind == "substantive"  # no offer: nothing to pick
+
+
+def test_explain_says_why_a_named_option_is_a_choice():
+    ex = PACK.explain("Brightline, please.", OFFER)
+    notes = [a.note for a in ex.attempts if a.stage == "referent" and a.rule == "vocab.choice" and a.fired]
+    assert len(notes) == 1 and "names an option of the last offer" in notes[0] and "Brightline Commercial" in notes[0]
+    assert ex.decision == PACK.classify("Brightline, please.", OFFER)
