@@ -398,8 +398,11 @@ class ReferentFinder:
 
     def _all(self, rule, message_low, window) -> Referent | None:
         """Every option of the most recent offer ("compare them", "both"), unless the message names one."""
-        said, options = next(self._offers(window), (None, ()))
-        if said is None or any(o.key and o.key in message_low for o in options):
+        offer = self.offer(window, len(window))
+        if offer is None:
+            return None
+        said, options = offer
+        if any(o.key and o.key in message_low for o in options):
             return None
         content = said.content[: self.max_chars]
         gaps = (content[a.end:b.start] for a, b in zip(options, options[1:]))
