@@ -324,8 +324,9 @@ class Recorder:
                 slot = self._first[i] + j
                 a = self._attempts.get(slot)
                 if a is None:
-                    stopped = end is not None and slot >= end[0]
-                    a = lane.untried(j, f"not tried: {end[1]}" if stopped else self._passed.get(i, lane.untried_note))
+                    why = f"not tried: {end[1]}" if end is not None and slot >= end[0] else None
+                    stopped = why is not None
+                    a = lane.untried(j, why if why is not None else self._passed.get(i, lane.untried_note))
                     # a rule the prefilter named, not tried for the message's length (a walk stopped for a
                     # time limit or by the rule that decided has no near misses after it)
                     if slot in self._candidates and (self._stop is not None if stopped else i in self._passed):
@@ -334,15 +335,27 @@ class Recorder:
                 elif a.fired and a.span is None:  # a lane's one test decided: the decision's span is its
                     a = Attempt(a.stage, a.rule, True, decision.span, decision.matched, a.note)
                 elif not a.fired:
-                    misses.append(self._near_miss(slot, a, lane.per_rule))
+                    miss = self._near_miss(slot, a, lane)
+                    if miss is not None:
+                        misses.append(miss)
                 attempts.append(a)
         attempts += self._referents
         return Explanation(decision, self._text, self._tokens, tuple(attempts), tuple(misses + self._referent_misses))
 
-    def _near_miss(self, slot: int, a: Attempt, per_rule: bool) -> NearMiss:
-        """The near miss of an attempt that ran and did not take the message."""
-        reason, setting = self._why.get(slot, ("refused" if a.span is not None else "no_match", None)
-                                        if per_rule else ("test", None))
+    def _near_miss(self, slot: int, a: Attempt, lane) -> NearMiss | None:
+        """The near miss of an attempt that ran and did not take the message, or None: a rule of a lane without
+        patterns (nothing the prefilter names) that did not match is no near miss."""
+        why = self._why.get(slot)
+        if why is None:
+            if not lane.per_rule:
+                why = ("test", None)
+            elif a.span is not None:
+                why = ("refused", None)
+            elif lane.patterns:
+                why = ("no_match", None)
+            else:
+                return None
+        reason, setting = why
         return NearMiss(a.rule, a.stage, reason, NO_MATCH if reason == "no_match" else a.note, setting, a.span,
                         a.matched)
 
