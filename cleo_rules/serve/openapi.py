@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
+from ..explain import REASONS
 from ..kinds import DecisionKind, Source
 from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
@@ -145,6 +146,47 @@ def _turn_schemas() -> dict:
                 "context": {"type": "string", "description": "The context block for the model."},
                 "note": {"type": "string"},
                 "trace_id": {"type": ["integer", "null"]},
+            },
+        },
+    }
+
+
+def _explain_schemas() -> dict:
+    """An explanation: the decision, every rule's attempt, the near misses."""
+    nullable_str = {"type": ["string", "null"]}
+    span = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+            "description": "[start, end) of the rule's match in the message (code points)."}
+    return {
+        "Explanation": {
+            "type": "object",
+            "description": "What `cleo-rules explain --json` prints: the decision, every rule's attempt in the order "
+                           "the walk applies them, and the near misses.",
+            "required": ["decision", "normalized", "words", "attempts", "parts", "near_misses"],
+            "properties": {
+                "decision": _ref("Decision"),
+                "normalized": {"type": "string", "description": "The text the patterns saw."},
+                "words": {"type": "array", "items": {"type": "string"}},
+                "attempts": {"type": "array", "items": _ref("Attempt")},
+                "parts": {"type": "array", "items": {"type": "object"}},
+                "near_misses": {"type": "array", "items": _ref("NearMiss"), "description": (
+                    "The rules whose prefilter words are in the message and which did not take it, in the order "
+                    "tried, the referent rules last.")},
+            },
+        },
+        "Attempt": {
+            "type": "object", "required": ["stage", "rule", "fired", "tried", "span", "matched", "note"],
+            "properties": {"stage": {"type": "string"}, "rule": nullable_str, "fired": {"type": "boolean"},
+                           "tried": {"type": "boolean"}, "span": span, "matched": nullable_str,
+                           "note": {"type": "string"}},
+        },
+        "NearMiss": {
+            "type": "object", "required": ["rule", "stage", "reason", "setting", "detail", "span", "matched"],
+            "properties": {
+                "rule": {**nullable_str, "description": "null for a stage's whole test (the vocabulary test)."},
+                "stage": {"type": "string"},
+                "reason": {"enum": list(REASONS), "description": "; ".join(f"{k}: {v}" for k, v in REASONS.items())},
+                "setting": {**nullable_str, "description": "The rule's key or the pack's setting at work."},
+                "detail": {"type": "string"}, "span": span, "matched": nullable_str,
             },
         },
     }
@@ -341,6 +383,9 @@ def document(settings, *, keys: bool) -> dict:
                                     statuses=[400, 408, 413, 415, 503])},
         "/v1/classify/batch": {"post": op("Classify many messages, answered in order", body=_ref("BatchRequest"),
                                           ok="BatchResponse", statuses=[400, 408, 413, 415, 503])},
+        "/v1/explain": {"post": op("Classify one message and say why: every rule's attempt and the near misses",
+                                   body=_ref("ClassifyRequest"), ok="Explanation",
+                                   statuses=[400, 408, 413, 415, 503])},
         "/v1/tenants/{tenant}/turns": {"post": op(
             "One turn end to end: classify, search the tenant's memory, build the context, trace it",
             body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant],
@@ -402,8 +447,8 @@ def document(settings, *, keys: bool) -> dict:
                                      "responses": {"200": {"description": "The problem type"},
                                                    **_problems(404)}}},
     }
-    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_store_schemas(), **_pack_schemas(),
-                              **_service_schemas()}}
+    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_explain_schemas(),
+                              **_store_schemas(), **_pack_schemas(), **_service_schemas()}}
     if keys:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                     "description": "A key from the service's key file."}}

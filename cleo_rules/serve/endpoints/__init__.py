@@ -2,7 +2,7 @@
 
 ``common``    what every endpoint shares: :func:`~.common.admit` (key, readiness, memory),
               :func:`~.common.on_store` (the tenant's store), :func:`~.common.decision_record`
-``classify``  ``/v1/classify`` and its batch
+``classify``  ``/v1/classify``, its batch, and ``/v1/explain``
 ``memory``    the tenants' turns, recall, ingest, stats and deletes
 ``pack``      the rule pack: status, reload, rules, source files, regressions
 ``meta``      health, readiness, metrics, the OpenAPI document, the problem types
@@ -23,6 +23,7 @@ __all__ = ["ROUTES"]
 ROUTES = [
     Route("/v1/classify", classify.classify, methods=["POST"]),
     Route("/v1/classify/batch", classify.classify_batch, methods=["POST"]),
+    Route("/v1/explain", classify.explain, methods=["POST"]),
     Route("/v1/tenants/{tenant}/turns", memory.turns, methods=["POST"]),
     Route("/v1/tenants/{tenant}/memory", memory.ingest, methods=["POST"]),
     Route("/v1/tenants/{tenant}/memory", memory.memory_stats, methods=["GET"]),
