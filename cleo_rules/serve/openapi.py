@@ -184,7 +184,7 @@ def _explain_schemas() -> dict:
             "properties": {
                 "rule": {**nullable_str, "description": "null for a stage's whole test (the vocabulary test)."},
                 "stage": {"type": "string"},
-                "reason": {"enum": list(REASONS), "description": "; ".join(f"{k}: {v}" for k, v in REASONS.items())},
+                "reason": {"enum": list(REASONS), "description": "\n".join(f"{k}: {v}" for k, v in REASONS.items())},
                 "setting": {**nullable_str, "description": "The rule's key or the pack's setting at work."},
                 "detail": {"type": "string"}, "span": span, "matched": nullable_str,
             },
@@ -368,6 +368,25 @@ def _operation(keys: bool, summary: str, *, body=None, ok, statuses, params=(), 
     return operation
 
 
+def _pages() -> dict:
+    """The pages for people, each with its own files: the playground, and this document's page. No key needed."""
+    html = {"200": {"description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}
+
+    def files(summary: str, names: list[str]) -> dict:
+        return {"get": {"summary": summary, "security": [],
+                        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"enum": names}}],
+                        "responses": {"200": {"description": "The file"}, **_problems(404)}}}
+
+    return {
+        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
+                      "responses": html}},
+        "/playground/{name}": files("The playground's script and style sheet", ["playground.css", "playground.js"]),
+        "/docs": {"get": {"summary": "This document as a page to read (HTML; its files are the package's own)",
+                          "security": [], "responses": html}},
+        "/docs/{name}": files("The API page's script and style sheet", ["api.css", "api.js"]),
+    }
+
+
 def document(settings, *, keys: bool) -> dict:
     """The OpenAPI document for a service started with ``settings``."""
     try:
@@ -425,13 +444,7 @@ def document(settings, *, keys: bool) -> dict:
             "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
             body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant],
             statuses=[400, 404, 408, 409, 413, 415, 503])},
-        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
-                      "responses": {"200": {"description": "The page",
-                                            "content": {"text/html": {"schema": {"type": "string"}}}}}}},
-        "/playground/{name}": {"get": {"summary": "The playground's script and style sheet", "security": [],
-                                       "parameters": [{"name": "name", "in": "path", "required": True,
-                                                       "schema": {"enum": ["playground.css", "playground.js"]}}],
-                                       "responses": {"200": {"description": "The file"}, **_problems(404)}}},
+        **_pages(),
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
         "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm (the server's paths "
                               "only without keys or to a key for every tenant)", ok="Ready",

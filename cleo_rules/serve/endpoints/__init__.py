@@ -8,14 +8,15 @@
 ``meta``      health, readiness, metrics, the OpenAPI document, the problem types
 
 :data:`ROUTES` is the route table the app is built from (the playground's
-page and files included); the OpenAPI document lists exactly these.
+page and files, and the OpenAPI document's page, :mod:`cleo_rules.serve.api_page`,
+included); the OpenAPI document lists exactly these.
 """
 
 from __future__ import annotations
 
 from starlette.routing import Route
 
-from .. import playground
+from .. import api_page, playground
 from . import classify, memory, meta, pack
 
 __all__ = ["ROUTES"]
@@ -34,6 +35,8 @@ ROUTES = [
     Route("/readyz", meta.readyz, methods=["GET"]),
     Route("/metrics", meta.metrics, methods=["GET"]),
     Route("/openapi.json", meta.openapi_json, methods=["GET"]),
+    Route("/docs", api_page.page, methods=["GET"]),
+    Route("/docs/{name}", api_page.asset, methods=["GET"]),
     Route("/problems/{name}", meta.problem_type, methods=["GET"]),
     Route("/", playground.page, methods=["GET"]),
     Route("/playground/{name}", playground.asset, methods=["GET"]),
