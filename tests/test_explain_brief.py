@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleo_rules import load_pack
-from cleo_rules.cli import cli
+from cleo_rules.cli import cli, main
 from cleo_rules.explain import REASONS, NearMiss
 from cleo_rules.families.patterns import PatternLane
 from cleo_rules.kinds import DecisionKind
@@ -355,6 +357,33 @@ def test_json_carries_the_near_misses(elsewhere):
     doc = json.loads(run("When was the album released?", "--json").output)
     assert doc["near_misses"] == [n.to_dict() for n in PACK.explain("When was the album released?").near_misses]
     assert doc["attempts"] and doc["decision"]["kind"] == "substantive"
+
+
+# -- the README's example ---------------------------------------------------------------------------
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+INSTALLED = "<installed pack cleo-en>"
+
+
+def test_the_readme_shows_what_explain_prints(elsewhere, capsys):
+    (block,) = [b for b in re.findall(r"```console\n(.*?)```", README, re.S) if b.startswith("$ cleo-rules explain")]
+    command, *lines = block.splitlines()
+    argv = shlex.split(command.removeprefix("$ "))[1:]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 0 and err == ""
+    # `(…)` is the pack's content hash; an installed cleo-rules names its pack `<installed pack cleo-en>`, this
+    # checkout names its directory (tests/test_packaging.py runs the wheel)
+    expected = "\n".join(lines).replace("(…)", f"({PACK.content_hash})").replace(INSTALLED, display(rules_dir()))
+    assert out == expected + "\n"
+    assert "near misses" in out and "no rule took it" in out
+
+
+def test_the_readme_names_every_reason():
+    section = README[README.index("**See why a rule did not fire.**"):README.index("## The playground")]
+    assert "cleo_rules.explain.REASONS" in section
+    assert [r for r in REASONS if f"`{r}`" not in section] == []
 
 
 # -- --all: the walk, as it was printed ------------------------------------------------------------
