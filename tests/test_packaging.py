@@ -222,7 +222,9 @@ def test_wheel_ships_the_playground(dist):
         names = set(zf.namelist())
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for name in ("cleo_rules/serve/static/index.html", "cleo_rules/serve/static/playground.js",
-                 "cleo_rules/serve/static/playground.css", "cleo_rules/integrations/langchain.py",
+                 "cleo_rules/serve/static/playground.css", "cleo_rules/serve/static/api/index.html",
+                 "cleo_rules/serve/static/api/api.js", "cleo_rules/serve/static/api/api.css",
+                 "cleo_rules/integrations/langchain.py",
                  "cleo_rules/integrations/llama_index.py"):
         assert name in names, name
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}

@@ -214,16 +214,30 @@ def classify(message, history, pack_dir, jsonl, as_json):
 @click.argument("message")
 @history_option
 @pack_option
-@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
-def explain(message, history, pack_dir, as_json):
-    """Show which rules were tried on MESSAGE, which fired, on which span, and the query.
+@click.option("--all", "walk", is_flag=True,
+              help="List every rule in the order the walk applies them: tried or why not, which fired, on which "
+                   "span.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the explanation as JSON: the decision, every rule's attempt and the near misses.")
+def explain(message, history, pack_dir, walk, as_json):
+    """Show why MESSAGE got its decision: the rule and its span, where each part of the query came from, and
+    the near misses.
+
+    The near misses are the rules whose prefilter words are in MESSAGE but
+    which did not take it, each with what stopped it: the pattern does not
+    match, the message's words over a rule's max_words, a guard (head_in,
+    unless_name, unless_name_before), no antecedent in the conversation, the
+    topic words around the match, a referent rule that found nothing, the
+    message's length, a time limit. --all lists every rule of the walk
+    instead.
 
     Works on a pack whose own examples fail (they are listed as a warning on
     stderr), which is when a designer needs it most.
 
     \b
-    Example:
+    Examples:
       cleo-rules explain "Not that one, the other one." -H "Which van insurer should we use?"
+      cleo-rules explain "When was the album released?" --all
     """
     found = find(pack_dir)
     pack, failing = load_lenient(found)
@@ -234,11 +248,21 @@ def explain(message, history, pack_dir, as_json):
         doc["failing_examples"] = [p.to_dict() for p in failing]
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
-    click.echo(f"message:    {message!r}")
+    if walk:
+        click.echo(_walk(message, ex))
+        click.echo(_human(ex.decision, pack, found))
+        return
+    click.echo(_brief(message, ex, pack, found))
+    click.echo(f"pack:    {pack_line(pack, found)}")
+
+
+def _walk(message, ex) -> str:
+    """Every rule's attempt in walk order, the one that decided marked ``=>``: ``explain --all``."""
+    out = [f"message:    {message!r}"]
     if ex.normalized:
-        click.echo(f"normalised: {ex.normalized!r}")
-        click.echo(f"words:      {len(ex.words)}")
-    click.echo("")
+        out.append(f"normalised: {ex.normalized!r}")
+        out.append(f"words:      {len(ex.words)}")
+    out.append("")
     decided = False
     for a in ex.attempts:
         winner = (not decided and a.fired and (a.rule == ex.decision.rule or a.stage == "length"))
@@ -250,6 +274,53 @@ def explain(message, history, pack_dir, as_json):
             line += f"  on {a.matched!r} [{a.span[0]}:{a.span[1]}]"
         if a.note:
             line += f"  ({a.note})"
-        click.echo(line)
-    click.echo("")
-    click.echo(_human(ex.decision, pack, found))
+        out.append(line)
+    out.append("")
+    return "\n".join(out)
+
+
+def _brief(message, ex, pack, found) -> str:
+    """The decision, the rule and its span, the query's parts and where each came from, the near misses."""
+    d = ex.decision
+    rows = [("message", repr(message))]
+    if d.rule is not None:
+        kind = d.kind
+    elif d.kind == "skip":
+        kind = f"{d.kind}  ({ex.attempts[0].note})"
+    else:
+        searched = "the message is searched as typed" if d.query else "nothing is searched"
+        kind = f"{d.kind}  (no rule took it: {searched})"
+    rows.append(("kind", kind))
+    if d.rule is not None:
+        try:
+            rule = pack.rule(d.rule)
+            at = f"  ({plain(rule.file, found, pack.name)}:{rule.line})"
+        except KeyError:
+            at = ""
+        rows.append(("rule", f"{d.rule}{at}"))
+        if d.matched is not None and d.span is not None:
+            rows.append(("matched", f"{d.matched!r} at {d.span[0]}..{d.span[1]} of the message"))
+    if d.note:
+        rows.append(("note", d.note))
+    rows.append(("query", "(none: not searched)" if d.query is None else d.query))
+    width = max((len(p.name) for p in d.parts), default=0)
+    rows.append(("parts", "\n".join(f"{p.name:<{width}}  from {p.where}{f' (by {p.rule})' if p.rule else ''}: "
+                                    f"{p.text!r}" for p in d.parts) or "(none)"))
+    out = []
+    for key, value in rows:
+        lines = str(value).split("\n")
+        out.append(f"{key + ':':8} {lines[0]}")
+        out.extend(f"{'':8} {line}" for line in lines[1:])
+    if ex.near_misses:
+        out.append("near misses (the prefilter named them; what stopped each):")
+        labels = [n.rule or f"({n.stage} test)" for n in ex.near_misses]
+        reasons = [n.reason + (f" ({n.setting})" if n.setting else "") for n in ex.near_misses]
+        lw, rw = max(map(len, labels)), max(map(len, reasons))
+        for n, label, reason in zip(ex.near_misses, labels, reasons):
+            detail = n.detail.removeprefix("matched, but ")
+            if n.matched is not None and n.span is not None:
+                detail = f"on {n.matched!r} at {n.span[0]}..{n.span[1]}: {detail}"
+            out.append(f"  {label:<{lw}}  {reason:<{rw}}  {detail}")
+    elif d.kind != "skip" and d.rule is None:
+        out.append("near misses: none (the prefilter named no rule)")
+    return "\n".join(out)

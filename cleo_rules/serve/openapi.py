@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
+from ..explain import REASONS
 from ..kinds import DecisionKind, Source
 from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
@@ -145,6 +146,47 @@ def _turn_schemas() -> dict:
                 "context": {"type": "string", "description": "The context block for the model."},
                 "note": {"type": "string"},
                 "trace_id": {"type": ["integer", "null"]},
+            },
+        },
+    }
+
+
+def _explain_schemas() -> dict:
+    """An explanation: the decision, every rule's attempt, the near misses."""
+    nullable_str = {"type": ["string", "null"]}
+    span = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+            "description": "[start, end) of the rule's match in the message (code points)."}
+    return {
+        "Explanation": {
+            "type": "object",
+            "description": "What `cleo-rules explain --json` prints: the decision, every rule's attempt in the order "
+                           "the walk applies them, and the near misses.",
+            "required": ["decision", "normalized", "words", "attempts", "parts", "near_misses"],
+            "properties": {
+                "decision": _ref("Decision"),
+                "normalized": {"type": "string", "description": "The text the patterns saw."},
+                "words": {"type": "array", "items": {"type": "string"}},
+                "attempts": {"type": "array", "items": _ref("Attempt")},
+                "parts": {"type": "array", "items": {"type": "object"}},
+                "near_misses": {"type": "array", "items": _ref("NearMiss"), "description": (
+                    "The rules whose prefilter words are in the message and which did not take it, in the order "
+                    "tried, the referent rules last.")},
+            },
+        },
+        "Attempt": {
+            "type": "object", "required": ["stage", "rule", "fired", "tried", "span", "matched", "note"],
+            "properties": {"stage": {"type": "string"}, "rule": nullable_str, "fired": {"type": "boolean"},
+                           "tried": {"type": "boolean"}, "span": span, "matched": nullable_str,
+                           "note": {"type": "string"}},
+        },
+        "NearMiss": {
+            "type": "object", "required": ["rule", "stage", "reason", "setting", "detail", "span", "matched"],
+            "properties": {
+                "rule": {**nullable_str, "description": "null for a stage's whole test (the vocabulary test)."},
+                "stage": {"type": "string"},
+                "reason": {"enum": list(REASONS), "description": "\n".join(f"{k}: {v}" for k, v in REASONS.items())},
+                "setting": {**nullable_str, "description": "The rule's key or the pack's setting at work."},
+                "detail": {"type": "string"}, "span": span, "matched": nullable_str,
             },
         },
     }
@@ -326,6 +368,25 @@ def _operation(keys: bool, summary: str, *, body=None, ok, statuses, params=(), 
     return operation
 
 
+def _pages() -> dict:
+    """The pages for people, each with its own files: the playground, and this document's page. No key needed."""
+    html = {"200": {"description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}
+
+    def files(summary: str, names: list[str]) -> dict:
+        return {"get": {"summary": summary, "security": [],
+                        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"enum": names}}],
+                        "responses": {"200": {"description": "The file"}, **_problems(404)}}}
+
+    return {
+        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
+                      "responses": html}},
+        "/playground/{name}": files("The playground's script and style sheet", ["playground.css", "playground.js"]),
+        "/docs": {"get": {"summary": "This document as a page to read (HTML; its files are the package's own)",
+                          "security": [], "responses": html}},
+        "/docs/{name}": files("The API page's script and style sheet", ["api.css", "api.js"]),
+    }
+
+
 def document(settings, *, keys: bool) -> dict:
     """The OpenAPI document for a service started with ``settings``."""
     try:
@@ -341,6 +402,9 @@ def document(settings, *, keys: bool) -> dict:
                                     statuses=[400, 408, 413, 415, 503])},
         "/v1/classify/batch": {"post": op("Classify many messages, answered in order", body=_ref("BatchRequest"),
                                           ok="BatchResponse", statuses=[400, 408, 413, 415, 503])},
+        "/v1/explain": {"post": op("Classify one message and say why: every rule's attempt and the near misses",
+                                   body=_ref("ClassifyRequest"), ok="Explanation",
+                                   statuses=[400, 408, 413, 415, 503])},
         "/v1/tenants/{tenant}/turns": {"post": op(
             "One turn end to end: classify, search the tenant's memory, build the context, trace it",
             body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant],
@@ -380,13 +444,7 @@ def document(settings, *, keys: bool) -> dict:
             "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
             body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant],
             statuses=[400, 404, 408, 409, 413, 415, 503])},
-        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
-                      "responses": {"200": {"description": "The page",
-                                            "content": {"text/html": {"schema": {"type": "string"}}}}}}},
-        "/playground/{name}": {"get": {"summary": "The playground's script and style sheet", "security": [],
-                                       "parameters": [{"name": "name", "in": "path", "required": True,
-                                                       "schema": {"enum": ["playground.css", "playground.js"]}}],
-                                       "responses": {"200": {"description": "The file"}, **_problems(404)}}},
+        **_pages(),
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
         "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm (the server's paths "
                               "only without keys or to a key for every tenant)", ok="Ready",
@@ -402,8 +460,8 @@ def document(settings, *, keys: bool) -> dict:
                                      "responses": {"200": {"description": "The problem type"},
                                                    **_problems(404)}}},
     }
-    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_store_schemas(), **_pack_schemas(),
-                              **_service_schemas()}}
+    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_explain_schemas(),
+                              **_store_schemas(), **_pack_schemas(), **_service_schemas()}}
     if keys:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                     "description": "A key from the service's key file."}}

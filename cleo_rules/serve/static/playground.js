@@ -3,7 +3,8 @@
 // Everything comes from the service that serves this page: /v1/classify/batch decides every user turn
 // (one pack answers the whole conversation), /v1/pack/rules gives each rule's file and line, /v1/pack is
 // polled for the live loop (a new hash runs the conversation again; a refused pack's problems are shown),
-// /v1/tenants/{t}/recall shows what memory recalls, /v1/pack/regressions turns a turn into a case.
+// /v1/tenants/{t}/recall shows what memory recalls, /v1/pack/regressions turns a turn into a case, /v1/explain
+// gives a turn's near misses when its details are opened.
 
 const KINDS = ["skip", "correction", "follow_up", "substantive"];
 const SAMPLE = [
@@ -249,6 +250,30 @@ async function fillRecall(result, box) {
   }
 }
 
+/** The near misses of a turn (POST /v1/explain): the rules whose words are in it that did not take it, and why. */
+async function fillNearMisses(result, box) {
+  box.dataset.state = "loading";
+  box.replaceChildren(el("p", { class: "help", text: "asking which rules nearly took it…" }));
+  try {
+    const body = { message: result.message, history: result.history };
+    const data = await api("/v1/explain", { method: "POST", body });
+    const misses = data.near_misses || [];
+    box.replaceChildren(
+      el("h4", { text: misses.length ? "Near misses: rules whose words are in the message, and what stopped each"
+                                     : "Near misses: none (no rule's words are in the message)" }),
+      misses.length ? el("ul", { class: "near-miss-list" }, misses.map((n) => el("li", {
+        class: "near-miss", "data-rule": n.rule || "", "data-reason": n.reason, "data-setting": n.setting || "",
+      }, el("span", { class: "nm-rule", text: n.rule || `(${n.stage} test)` }), " ",
+         el("span", { class: "nm-reason", text: n.setting ? `${n.reason} (${n.setting})` : n.reason }), " ",
+         n.matched !== null ? el("q", { class: "nm-matched", text: n.matched }) : null, n.matched !== null ? " " : null,
+         el("span", { class: "nm-detail", text: n.detail })))) : null);
+    box.dataset.state = "done";
+  } catch (error) {
+    box.replaceChildren(el("p", { class: "error", text: error.message }));
+    box.dataset.state = "error";
+  }
+}
+
 function saveBox(result) {
   const decision = result.decision;
   const select = el("select", { class: "expect", "aria-label": "expected kind" },
@@ -322,8 +347,9 @@ function userTurn(result, old) {
           el("td", { text: p.name }), el("td", { text: partWhere(p) + (p.rule ? ` (${p.rule})` : "") }),
           el("td", { text: p.text })))))
     : null;
+  const nearMisses = d.kind === "skip" ? null : el("div", { class: "near-misses", "data-state": "waiting" });
   const body = el("div", { class: "body" },
-    ruleRow, sourceBox,
+    ruleRow, nearMisses, sourceBox,
     d.matched ? el("p", {}, "Matched ", el("q", { text: d.matched }), ` at ${d.span[0]}..${d.span[1]}.`) : null,
     parts,
     d.note ? el("p", { class: "note", text: `Note: ${d.note}` }) : null,
@@ -332,6 +358,13 @@ function userTurn(result, old) {
     saveBox(result));
 
   const details = el("details", { class: "turn-details", open: changed.length > 0 }, summary, body);
+  if (nearMisses) {
+    const once = () => {
+      if (details.open && nearMisses.dataset.state === "waiting") fillNearMisses(result, nearMisses);
+    };
+    details.addEventListener("toggle", once);
+    once();
+  }
   const li = el("li", {
     class: `turn turn-user${changed.length ? " changed" : ""}`, "data-index": result.index,
     "data-kind": d.kind, "data-rule": d.rule || "", "data-changed": changed.join(" "),
