@@ -285,12 +285,12 @@ def test_the_brief_of_a_follow_up_names_where_each_part_came_from(elsewhere):
         f"rule:    follow_up.what-about  ({_rule_at('follow_up.what-about')})\n"
         "matched: 'What about' at 0..10 of the message\n"
         "query:   How should we price the new sourdough loaf?\n"
-        "         Most bakeries there charge 4 to 5 pounds for a large sourdough.\n"
         "         What about the smaller one?\n"
-        "parts:   anchor    from user turn 1, 0..43: 'How should we price the new sourdough loaf?'\n"
-        "         referent  from assistant turn 1, 0..63: "
+        "         Most bakeries there charge 4 to 5 pounds for a large sourdough.\n"
+        "parts:   anchor   from user turn 1, 0..43: 'How should we price the new sourdough loaf?'\n"
+        "         message  from the message: 'What about the smaller one?'\n"
+        "         reply    from assistant turn 1, 0..63: "
         "'Most bakeries there charge 4 to 5 pounds for a large sourdough.'\n"
-        "         message   from the message: 'What about the smaller one?'\n"
         "near misses (the prefilter named them; what stopped each):\n"
         "  referent.least        no_referent (select)  on 'the smaller one' at 11..26: its selector (least) found "
         "nothing in the conversation\n"
@@ -306,7 +306,7 @@ def test_the_brief_of_a_follow_up_reads_every_part_of_the_decision(elsewhere):
     lines = result.output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("parts:"))
     shown = lines[start:start + len(d.parts)]
-    assert len(d.parts) == 2
+    assert len(d.parts) == 3  # the subject, the option chosen, the message
     for line, part in zip(shown, d.parts):
         assert line[9:].startswith(part.name) and f"from {part.where}" in line and line.endswith(repr(part.text))
 
