@@ -52,6 +52,7 @@ correction is never combined).
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -120,7 +121,9 @@ def information_seeking(history, settings) -> bool:
     return answered and first is not None and _QUESTION.search(first.strip()) is not None
 
 
-def _key(text: str, function_words) -> str:
+@functools.lru_cache(maxsize=8192)
+def _key(text: str, function_words: frozenset) -> str:
+    """``text`` in lower case without its function words: what two mentions of one name share."""
     return " ".join(w for w in _WORD.findall(text.lower()) if w not in function_words)
 
 

@@ -100,13 +100,14 @@ def test_each_part_is_traced_with_where_it_came_from():
     db = sqlite_utils.Database(memory=True)
     tid = Tracer(SqliteTraces(db)).record(time="2024-06-01T09:00:00+00:00", decision=d, results=[], timings=TIMINGS, k=5)
     parts = json.loads(db[TABLE].get(tid)["parts"])
-    assert [p["name"] for p in parts] == ["referent", "message"]
-    assert parts[0] | {"span": None} == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1,
+    assert [p["name"] for p in parts] == ["anchor", "referent", "message"]
+    assert parts[0]["text"] == "Compare the two van insurance quotes" and parts[0]["source"] == "user"
+    assert parts[1] | {"span": None} == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1,
                                          "index": 1, "span": None, "rule": "referent.position"}
     redacted = Tracer(SqliteTraces(db), redact=True)
     row = redacted.row(time="t", decision=d, results=[], timings=TIMINGS, k=5)
-    assert [p["text"] for p in json.loads(row["parts"])] == ["[redacted]", "[redacted]"]
-    assert json.loads(row["parts"])[0]["rule"] == "referent.position"
+    assert [p["text"] for p in json.loads(row["parts"])] == ["[redacted]"] * 3
+    assert json.loads(row["parts"])[1]["rule"] == "referent.position"
 
 
 def test_an_older_traces_table_gains_the_parts_column():
