@@ -67,7 +67,7 @@ def hashes(eval_dir: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     default = os.environ.get("CLEO_RULES_EVAL_DIR") or str(ROOT.parent / "shared" / "eval")
     ap.add_argument("--eval", type=Path, default=Path(default))
     ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from the data")

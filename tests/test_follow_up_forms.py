@@ -65,7 +65,7 @@ def test_after_a_request_ellipsis_is_searched_with_the_request(message, rule):
     assert referent.rule is None and referent.source == "assistant"
     assert REQUEST[1]["content"].startswith(referent.text)
     assert (said.text, said.source) == (message, "message")
-    assert d.query.startswith(REQUEST[0] + "\n") and d.query.endswith("\n" + message)
+    assert d.query is not None and d.query.startswith(REQUEST[0] + "\n") and d.query.endswith("\n" + message)
 
 
 @pytest.mark.parametrize("history", [ANSWERED, REQUEST, []], ids=["answered", "request", "no-history"])
