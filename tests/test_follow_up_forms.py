@@ -51,6 +51,8 @@ def test_after_an_answer_ellipsis_and_nods_are_searched_with_the_question_and_th
 @pytest.mark.parametrize("message, rule", [
     ("Same thing but in York.", "follow_up.same-for"),
     ("Could you do the same for electricians?", "follow_up.same-for"),
+    ("Does the same go for York?", "follow_up.same-for"),
+    ("Same as last time, please.", "follow_up.same-for"),
     ("Electricians too, please.", "follow_up.too"),
     ("What about electricians?", "follow_up.what-about"),
     ("lol yes please", "vocab.nod"),
@@ -134,7 +136,7 @@ def test_news_about_any_topic_is_searched_as_typed(noun, form, history):
 @settings(max_examples=150, deadline=None)
 @given(place=st.sampled_from(PLACES),
        form=st.sampled_from(["Same for {}.", "Same thing but in {}.", "The same again for {}, please.",
-                             "{} too, please.", "{} as well?"]))
+                             "Does the same go for {}?", "{} too, please.", "{} as well?"]))
 def test_the_last_request_again_for_any_place_is_searched_with_it(place, form):
     message = form.format(place)
     d = PACK.classify(message, REQUEST)
