@@ -266,8 +266,12 @@ function saveBox(result) {
       });
       yaml.textContent = saved.yaml;
       yaml.hidden = false;
+      const open = saved.open
+        ? " It is open: the pack does not get it right yet, so `check` reports it without failing until it passes,"
+          + " then asks for it to be closed."
+        : "";
       said.textContent = saved.written
-        ? `Appended to ${saved.file} as ${saved.id}.`
+        ? `Appended to ${saved.file} as ${saved.id}.${open}`
         : `Copy this case under cases: in ${saved.file} (this service does not write it: start it with --writable-corpus).`;
     } catch (error) {
       if (error.problem && error.problem.yaml) {
