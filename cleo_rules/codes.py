@@ -287,6 +287,17 @@ _ALL = [
     _c("E231", "corpus", "the checked-in corpus is stale",
        "the corpus is stale: {reason}",
        "run `cleo-rules corpus build` and review the diff"),
+    # -- editing a pack from the playground ------------------------------------------------
+    _c("E240", "usage", "a bundled or installed pack cannot be edited",
+       "{path} is {what}; only a team's own pack can be edited, never a bundled or installed one",
+       "start a pack of your own with `cleo-rules init` (or copy this one) and edit that"),
+    _c("E241", "usage", "a file that is not one of the pack's own editable files",
+       "{file} is not a file of pack {pack} that can be edited; its files: {files}",
+       "edit the manifest, a file its `files:` lists or a hand-written corpus file, named as /v1/pack/files "
+       "names them"),
+    _c("E242", "usage", "the file changed on disk since the edit began",
+       "{file} changed on disk since the edit began ({detail}); nothing was written",
+       "load the file again and redo the edit on what is there now"),
     # -- the memory store -----------------------------------------------------------------
     _c("E300", "environment", "the memory store cannot be opened, read or written",
        "{detail}",

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import timed
-from .corpus.files import corpus_dir_of, default_corpus_dir
+from .corpus.files import corpus_dir_of, default_corpus_dir, display
 from .corpus.report import Report
 from .corpus.run import run_corpus
 from .errors import PackError, Problem
@@ -84,7 +84,7 @@ class Verdict:
                                         "`cleo-rules corpus check` lists all"))
             if len(failed) > max_cases:
                 out.append(Problem("E230", f"corpus case … and {len(failed) - max_cases} more: they fail too",
-                                   str(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
+                                   display(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
             for stale in report.stale:
                 out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
                                    help="run `cleo-rules corpus build` and review the diff"))
