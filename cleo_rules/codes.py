@@ -289,7 +289,8 @@ _ALL = [
        "run `cleo-rules corpus build` and review the diff"),
     # -- editing a pack from the playground ------------------------------------------------
     _c("E240", "usage", "a bundled or installed pack cannot be edited",
-       "{path} is {what}; only a team's own pack can be edited, never a bundled or installed one",
+       "{path} is {what}; only a team's own pack can be edited, never a bundled or installed one: start one with "
+       "`cleo-rules init` (or copy this one) and edit that",
        "start a pack of your own with `cleo-rules init` (or copy this one) and edit that"),
     _c("E241", "usage", "a file that is not one of the pack's own editable files",
        "{file} is not a file of pack {pack} that can be edited; its files: {files}",

@@ -139,7 +139,8 @@ def refuse_unwritable(pack_dir) -> None:
         what = "a pack installed as a Python package (site-packages)"
     if what is not None:
         raise UsageError(f"{display(where)} is {what}; only a team's own pack can be edited, never a bundled or "
-                         f"installed one", code="E240")
+                         f"installed one: start one with `cleo-rules init` (or copy this one) and edit that",
+                         code="E240")
 
 
 def editable_files(pack_dir) -> list[PackFile]:

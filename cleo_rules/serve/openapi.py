@@ -15,6 +15,7 @@ import functools
 from importlib import metadata
 
 from ..kinds import DecisionKind, Source
+from ..pack.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
 
@@ -190,6 +191,9 @@ def _pack_schemas() -> dict:
                 "regressions": {"type": "object", "required": ["file", "writable"],
                                 "description": "Where saved regressions go, and whether this service appends them.",
                                 "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
+                "editing": {"type": "object", "required": ["writable"],
+                            "description": "Whether the playground edits the pack's own files (--writable-pack).",
+                            "properties": {"writable": {"type": "boolean"}}},
             },
         },
         "PublicPackStatus": {
@@ -230,6 +234,32 @@ def _pack_schemas() -> dict:
             "type": "object", "required": ["file", "hash", "lines"],
             "properties": {"file": {"type": "string"}, "hash": {"type": "string"},
                            "lines": {"type": "array", "items": {"type": "string"}}},
+        },
+        "PackFiles": {
+            "type": "object", "required": ["writable", "files"],
+            "properties": {"writable": {"type": "boolean"}, "files": {"type": "array", "items": {
+                "type": "object", "required": ["file", "role", "bytes", "sha256"],
+                "properties": {"file": {"type": "string"},
+                               "role": {"enum": ["manifest", "rules", "corpus"]},
+                               "bytes": {"type": ["integer", "null"]}, "sha256": nullable_str}}}},
+        },
+        "PackFileText": {
+            "type": "object", "required": ["file", "text", "sha256"],
+            "properties": {"file": {"type": "string"}, "text": {"type": "string"},
+                           "sha256": {"type": "string", "description": "What If-Match names to edit this text."}},
+        },
+        "Edited": {
+            "type": "object", "required": ["file", "written", "ok", "sha256", "pack", "errors", "problems"],
+            "properties": {
+                "file": {"type": "string"}, "written": {"type": "boolean", "description": (
+                    "false when the text is the file's own already")},
+                "ok": {"type": "boolean"}, "sha256": {"type": "string", "description": "The file on disk now."},
+                "pack": {"type": ["object", "null"], "description": "The edited pack: name, version, hash."},
+                "errors": {"type": "integer"},
+                "problems": {"type": "array", "items": _ref("PackProblem"),
+                             "description": "Warnings and notes (an open case to close), located."},
+                "serving": {"type": "object", "description": "The pack serving now: name, version, hash."},
+            },
         },
         "RegressionSaved": {
             "type": "object", "required": ["id", "yaml", "file", "written", "open"],
@@ -297,9 +327,12 @@ def _problems(*statuses: int) -> dict:
              "came from another origin (`type` says which).",
         404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
         408: "The body did not arrive within --read-timeout seconds; the connection is closed.",
-        409: "The regression was not written (`yaml` holds it); or the tenant's PostgreSQL schema is not known to "
-             "be its own (E308: an operator resolves it with `cleo-rules memory tenants`); `type` says which.",
-        422: "The pack on disk was rejected.",
+        409: "The regression was not written (`yaml` holds it); the pack's files are not edited here; or the "
+             "tenant's PostgreSQL schema is not known to be its own (E308: an operator resolves it with `cleo-rules "
+             "memory tenants`); `type` says which.",
+        412: "The file changed on disk since the edit began; nothing was written.",
+        422: "The pack on disk was rejected, or the edit would make it fail (`problems`, located); nothing was "
+             "written.",
         503: "Not ready, queue full, too many bodies being received, over the time limit, or stopping "
              "(`Retry-After`); an ingest that stopped part way says which lines are stored (`stored_lines`).",
     }
@@ -328,6 +361,46 @@ def _operation(keys: bool, summary: str, *, body=None, ok, statuses, params=(), 
     elif not secured:
         operation["security"] = []
     return operation
+
+
+def _pack_paths(op, keys: bool) -> dict:
+    """The rule pack's operations: status, reload, rules, sources, regressions and the files edited."""
+    file_query = {"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+                  "description": "The file as /v1/pack/files names it."}
+    return {
+        "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
+        "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
+                                       + (" (a key for every tenant, *)" if keys else ""),
+                                       ok="Reloaded", statuses=[422, 503])},
+        "/v1/pack/rules": {"get": op("Every rule of the pack serving now, with its file and line", ok="PackRules",
+                                     statuses=[503])},
+        "/v1/pack/source": {"get": op(
+            "The lines of one of the pack's files (its manifest and rule files)", ok="PackSource",
+            query=[{"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+                    "description": "The file as the pack's rules name it (`file` in /v1/pack/rules)."}],
+            statuses=[400, 404, 413, 503])},
+        "/v1/pack/regressions": {"post": op(
+            "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
+            "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
+            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 408, 409, 413, 415, 503])},
+        "/v1/pack/files": {"get": op(
+            "The pack's own files the playground edits (--writable-pack; none without it)", ok="PackFiles",
+            statuses=[503])},
+        "/v1/pack/file": {
+            "get": op("One file the playground edits: its text and SHA-256", ok="PackFileText",
+                      query=[file_query], statuses=[400, 404, 409, 503]),
+            "put": op("Edit one file: the whole pack is judged by the acceptance gate with the new text, written "
+                      "(atomically) and served only if it passes (--writable-pack"
+                      + ("; a key for every tenant, *" if keys else "") + ")",
+                      body={"type": "string", "maxLength": MAX_FILE_BYTES,
+                            "description": "The file's new text, UTF-8, at most 1 MiB (every pack file's limit)."},
+                      body_type="text/plain", ok="Edited",
+                      query=[file_query, {"name": "If-Match", "in": "header", "schema": {"type": "string"},
+                                          "description": "The SHA-256 of the text the edit started from, quoted: "
+                                                         "412 when the file is another now."}],
+                      statuses=[400, 404, 408, 409, 412, 413, 415, 422, 503]),
+        },
+    }
 
 
 def document(settings, *, keys: bool) -> dict:
@@ -365,21 +438,7 @@ def document(settings, *, keys: bool) -> dict:
                              "schema": {"enum": list(Source)}},
                     {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
             statuses=[400, 404, 409, 503])},
-        "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
-        "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
-                                       + (" (a key for every tenant, *)" if keys else ""),
-                                       ok="Reloaded", statuses=[422, 503])},
-        "/v1/pack/rules": {"get": op("Every rule of the pack serving now, with its file and line", ok="PackRules",
-                                     statuses=[503])},
-        "/v1/pack/source": {"get": op(
-            "The lines of one of the pack's files (its manifest and rule files)", ok="PackSource",
-            query=[{"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
-                    "description": "The file as the pack's rules name it (`file` in /v1/pack/rules)."}],
-            statuses=[400, 404, 413, 503])},
-        "/v1/pack/regressions": {"post": op(
-            "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
-            "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
-            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 408, 409, 413, 415, 503])},
+        **_pack_paths(op, keys),
         "/v1/tenants/{tenant}/recall": {"post": op(
             "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
             body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant],
