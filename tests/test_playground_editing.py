@@ -13,6 +13,7 @@ import sys
 import time
 
 import httpx
+import jsonschema
 import pytest
 
 from cleo_rules import load_pack
@@ -75,6 +76,11 @@ def put(http, text, *, name=FOLLOW_UPS, sha=None, headers=None):
     return http.put("/v1/pack/file", params={"file": name}, content=text.encode("utf-8"), headers=sent)
 
 
+def schema(http, name):
+    doc = http.get("/openapi.json").json()
+    return jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{name}", "components": doc["components"]})
+
+
 def snapshot(team) -> dict:
     return {p.relative_to(team).as_posix(): p.read_bytes() for p in sorted(team.rglob("*.yaml"))}
 
@@ -85,6 +91,8 @@ def test_the_writable_playground_lists_the_packs_own_files_and_serves_their_text
     http, team = writable["http"], writable["team"]
     assert http.get("/v1/pack").json()["editing"] == {"writable": True}
     listed = http.get("/v1/pack/files").json()
+    schema(http, "PackFiles").validate(listed)
+    schema(http, "PackFileText").validate(http.get("/v1/pack/file", params={"file": FOLLOW_UPS}).json())
     assert listed["writable"] is True
     assert [(f["file"], f["role"]) for f in listed["files"]] == [
         ("rules/pack.yaml", "manifest"), ("rules/vocabulary.yaml", "rules"), ("rules/corrections.yaml", "rules"),
@@ -117,6 +125,7 @@ def test_an_edit_that_checks_is_written_and_served_before_the_answer(writable):
     done = put(http, new, sha=sha)
     assert done.status_code == 200, done.text
     body = done.json()
+    schema(http, "Edited").validate(body)
     assert body["written"] is True and body["ok"] is True and body["errors"] == 0 and body["file"] == FOLLOW_UPS
     assert (team / FOLLOW_UPS).read_text(encoding="utf-8") == new
     edited = load_pack(team / "rules")
@@ -129,22 +138,27 @@ def test_an_edit_that_checks_is_written_and_served_before_the_answer(writable):
     assert restored.status_code == 200 and restored.json()["written"] is True
 
 
-def test_an_edit_that_does_not_check_is_refused_with_its_located_errors_and_writes_nothing(writable):
+def test_an_edit_that_does_not_check_is_answered_with_its_located_errors_and_writes_nothing(writable):
     http, team = writable["http"], writable["team"]
     text, sha = current(http)
     serving = http.get("/v1/pack").json()["hash"]
     before = snapshot(team)
     line = next(n for n, row in enumerate(text.splitlines(), 1) if "max_content_words: 3" in row)
-    refused = problem(put(http, text.replace("max_content_words: 3", "max_content_words: lots"), sha=sha),
-                      422, "edit-rejected")
-    assert refused["written"] is False and refused["errors"] == 1 and refused["sha256"] == sha
+    # judged, so answered 200 (a half-typed edit is an answer to show, not a failed request): `written` says
+    answered = put(http, text.replace("max_content_words: 3", "max_content_words: lots"), sha=sha)
+    assert answered.status_code == 200, answered.text
+    refused = answered.json()
+    schema(http, "Edited").validate(refused)
+    assert refused["written"] is False and refused["ok"] is False and refused["errors"] == 1
+    assert refused["sha256"] == sha and refused["pack"] is None
     first = refused["problems"][0]
     assert (first["code"], first["file"], first["line"], first["rule"]) == ("E123", FOLLOW_UPS, line,
                                                                            "follow_up.tell-me-more")
-    assert first["help"] and refused["detail"].startswith(f"{FOLLOW_UPS} was not written: {FOLLOW_UPS}:{line}:")
+    assert first["help"] and first["severity"] == "error"
     assert snapshot(team) == before and http.get("/v1/pack").json()["hash"] == serving
     # a pattern that no longer takes its own examples and corpus: every error placed, the corpus's at the cases
-    broken = problem(put(http, text.replace("(?:me|us) more", "(?:me|us) mor"), sha=sha), 422, "edit-rejected")
+    broken = put(http, text.replace("(?:me|us) more", "(?:me|us) mor"), sha=sha).json()
+    assert broken["written"] is False and broken["pack"]["name"] == "team"
     codes = {(p["code"], p["file"].split("/")[0]) for p in broken["problems"]}
     assert ("E134", "rules") in codes and ("E230", "corpus") in codes
     assert snapshot(team) == before

@@ -250,14 +250,19 @@ def _pack_schemas() -> dict:
         },
         "Edited": {
             "type": "object", "required": ["file", "written", "ok", "sha256", "pack", "errors", "problems"],
+            "description": "An edit judged with the whole pack: written only when `ok` (and the text is new).",
             "properties": {
                 "file": {"type": "string"}, "written": {"type": "boolean", "description": (
-                    "false when the text is the file's own already")},
-                "ok": {"type": "boolean"}, "sha256": {"type": "string", "description": "The file on disk now."},
-                "pack": {"type": ["object", "null"], "description": "The edited pack: name, version, hash."},
+                    "Whether the new text is on disk: false when the pack does not pass with it (`ok` false), or "
+                    "when it is the file's text already")},
+                "ok": {"type": "boolean", "description": "Whether the pack passes the acceptance gate with the edit."},
+                "sha256": {"type": "string", "description": "The file on disk now: If-Match for the next edit."},
+                "pack": {"type": ["object", "null"], "description": "The edited pack: name, version, hash (null "
+                                                                    "when it does not compile)."},
                 "errors": {"type": "integer"},
                 "problems": {"type": "array", "items": _ref("PackProblem"),
-                             "description": "Warnings and notes (an open case to close), located."},
+                             "description": "Every finding at its file:line:col, errors first, then warnings and "
+                                            "notes (an open case, one to close)."},
                 "serving": {"type": "object", "description": "The pack serving now: name, version, hash."},
             },
         },
@@ -331,8 +336,7 @@ def _problems(*statuses: int) -> dict:
              "tenant's PostgreSQL schema is not known to be its own (E308: an operator resolves it with `cleo-rules "
              "memory tenants`); `type` says which.",
         412: "The file changed on disk since the edit began; nothing was written.",
-        422: "The pack on disk was rejected, or the edit would make it fail (`problems`, located); nothing was "
-             "written.",
+        422: "The pack on disk was rejected.",
         503: "Not ready, queue full, too many bodies being received, over the time limit, or stopping "
              "(`Retry-After`); an ingest that stopped part way says which lines are stored (`stored_lines`).",
     }
@@ -390,7 +394,8 @@ def _pack_paths(op, keys: bool) -> dict:
             "get": op("One file the playground edits: its text and SHA-256", ok="PackFileText",
                       query=[file_query], statuses=[400, 404, 409, 503]),
             "put": op("Edit one file: the whole pack is judged by the acceptance gate with the new text, written "
-                      "(atomically) and served only if it passes (--writable-pack"
+                      "(atomically) and served only if it passes; answered 200 either way, `written` says "
+                      "(--writable-pack"
                       + ("; a key for every tenant, *" if keys else "") + ")",
                       body={"type": "string", "maxLength": MAX_FILE_BYTES,
                             "description": "The file's new text, UTF-8, at most 1 MiB (every pack file's limit)."},
@@ -398,7 +403,7 @@ def _pack_paths(op, keys: bool) -> dict:
                       query=[file_query, {"name": "If-Match", "in": "header", "schema": {"type": "string"},
                                           "description": "The SHA-256 of the text the edit started from, quoted: "
                                                          "412 when the file is another now."}],
-                      statuses=[400, 404, 408, 409, 412, 413, 415, 422, 503]),
+                      statuses=[400, 404, 408, 409, 412, 413, 415, 503]),
         },
     }
 

@@ -76,10 +76,6 @@ PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
                       "The file on disk is no longer the text the edit started from (`If-Match` names its SHA-256; "
                       "`code` E242): someone saved it meanwhile. Nothing was written; load the file again and redo "
                       "the edit."),
-    "edit-rejected": (422, "The edit was not written",
-                      "With the edit the pack does not pass the acceptance gate (compile, lints, examples, corpus). "
-                      "Nothing was written and the pack serving keeps serving; `problems` lists every finding at "
-                      "its file:line:col, with its rule and help."),
     "pack-rejected": (422, "The rule pack was rejected",
                       "The pack on disk did not pass the acceptance gate; the pack that was serving keeps "
                       "serving. `problems` lists the reasons."),

@@ -9,9 +9,13 @@
 A service started without ``--writable-pack`` lists no file and answers 409
 ``pack-not-writable`` to the others. Every edit is a write: behind the Host
 and Origin guard (:mod:`cleo_rules.serve.hosts`, a foreign ``Origin`` is a
-403) and, with keys, a key for every tenant. An edit whose pack does not
-pass is a 422 ``edit-rejected`` listing the located problems, the file left
-as it was; one whose file changed on disk meanwhile a 412 ``edit-conflict``.
+403) and, with keys, a key for every tenant.
+
+An edit that was judged is answered 200 whether it was written or not:
+``written`` and ``ok`` say which, ``problems`` lists every finding at its
+``file:line:col`` (a designer's half-typed edit is an answer to show, not a
+failed request). An edit whose file changed on disk meanwhile is a 412
+``edit-conflict``, nothing written.
 """
 
 from __future__ import annotations
@@ -112,10 +116,6 @@ async def edit_file(request: Request) -> Response:
         raise ServiceError("edit-conflict", str(exc), code=exc.code) from None
     except UsageError as exc:
         raise _refused(exc) from None
-    if not done.ok:
-        raise ServiceError("edit-rejected", f"{done.file} was not written: "
-                                            f"{done.errors()[0].format().splitlines()[0]}",
-                           **{**done.to_dict(), "problems": [p.to_dict() for p in done.problems]})
     if done.written:
         await _off_loop(packs.reload)  # accepted at once: the gate's verdict on these very files is remembered
     status = packs.status()
