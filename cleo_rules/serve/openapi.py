@@ -451,9 +451,9 @@ def document(settings, *, keys: bool) -> dict:
         "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
                       "responses": {"200": {"description": "The page",
                                             "content": {"text/html": {"schema": {"type": "string"}}}}}}},
-        "/playground/{name}": {"get": {"summary": "The playground's script and style sheet", "security": [],
-                                       "parameters": [{"name": "name", "in": "path", "required": True,
-                                                       "schema": {"enum": ["playground.css", "playground.js"]}}],
+        "/playground/{name}": {"get": {"summary": "The playground's scripts and style sheet", "security": [],
+                                       "parameters": [{"name": "name", "in": "path", "required": True, "schema": {
+                                           "enum": ["editor.js", "playground.css", "playground.js"]}}],
                                        "responses": {"200": {"description": "The file"}, **_problems(404)}}},
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
         "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm (the server's paths "
