@@ -27,6 +27,13 @@ returned either way. A text over the size limit of every pack file
 (:data:`~cleo_rules.pack.load.MAX_FILE_BYTES`, 1 MiB) is refused as the
 loader refuses such a file (E114).
 
+**Templates, slots and limits.** The generated corpus is built from them, so
+an edit of one leaves it stale (E231) and is not written, unless it asks for
+the corpus to be built again with it (``rebuild``): the copy's
+``corpus/generated/`` is rebuilt from the edited pack as ``cleo-rules corpus
+build`` would, judged with it, and the files it changed are written with the
+edit.
+
 **Written atomically.** The new text goes to a temporary file in the same
 directory, which replaces the file in one rename (its mode kept), so the
 runtime's watcher and every reader see the old file or the new one, never a
@@ -87,7 +94,8 @@ class Edit:
     disk; ``problems`` everything the judgement found, errors first, placed
     at the real files; ``sha256`` the SHA-256 of the file on disk now (the
     ``base`` of a next edit); ``pack`` the edited pack's name, version and
-    content hash (None when it does not compile).
+    content hash (None when it does not compile); ``rebuilt`` the generated
+    corpus files written or removed with it (an edit with ``rebuild``).
     """
 
     file: str
@@ -95,6 +103,7 @@ class Edit:
     problems: tuple[Problem, ...]
     sha256: str
     pack: dict | None = None
+    rebuilt: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -106,7 +115,7 @@ class Edit:
     def to_dict(self) -> dict:
         errors = len(self.errors())
         return {"file": self.file, "written": self.written, "ok": self.ok, "sha256": self.sha256, "pack": self.pack,
-                "errors": errors, "problems": [p.to_dict() for p in self.problems]}
+                "errors": errors, "problems": [p.to_dict() for p in self.problems], "rebuilt": list(self.rebuilt)}
 
 
 def _bytes(path: Path) -> bytes | None:
@@ -245,14 +254,64 @@ def _placed(p: Problem, moves: list[tuple[Path, Path]]) -> Problem:
     return replace(p, file=file, message=message, help=help)
 
 
-def _judged(pack_dir: Path, target: PackFile, data: bytes, require) -> tuple[list[Problem], dict | None]:
-    """The gate's judgement of the pack with ``data`` as ``target``: its problems (placed at the real files, errors
-    first) and the edited pack's identity (None when it does not compile)."""
+@dataclass
+class _Judged:
+    """What judging a copy found: ``problems`` placed at the real files, the edited ``pack``'s identity, and with a
+    rebuild the generated corpus files to write (their real paths; None: to remove)."""
+
+    problems: list[Problem]
+    pack: dict | None
+    generated: dict[Path, bytes | None]
+
+
+def _schemas_beside(real_corpus: Path, staged_corpus: Path) -> None:
+    """Copy the corpus schema where a generated file names it from (:func:`~cleo_rules.corpus.files.schema_ref`),
+    so a file rebuilt in the copy names it as one built in the corpus would."""
+    pairs = ((real_corpus / "generated", staged_corpus / "generated"), (real_corpus, staged_corpus),
+             (real_corpus.parent, staged_corpus.parent))
+    for real, staged in pairs:
+        schema = real / "schemas" / "corpus.schema.json"
+        if schema.is_file():
+            (staged / "schemas").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(schema, staged / "schemas" / "corpus.schema.json")
+
+
+def _rebuild(staged_pack: Path, staged_corpus: Path, real_corpus: Path) -> dict[Path, bytes | None]:
+    """Rebuild the copy's generated corpus from the edited pack, as `cleo-rules corpus build` would: the files
+    written (their bytes) and removed (None), by their real paths. Nothing when the pack does not compile (the
+    judgement says why)."""
+    from .corpus.build import build_corpus
+    from .corpus.model import CorpusError
+    from .errors import PackError
+    from .pack.compile import compile_pack
+
+    try:
+        pack = compile_pack(staged_pack, check_examples=False)
+    except PackError:
+        return {}
+    _schemas_beside(real_corpus, staged_corpus)
+    try:
+        built = build_corpus(pack, staged_corpus)
+    except CorpusError:  # broken templates: the judgement places them
+        return {}
+    out: dict[Path, bytes | None] = {}
+    for shown, gone in [(w, False) for w in built.written] + [(r, True) for r in built.removed]:
+        staged = Path(os.path.normpath(Path.cwd() / shown))
+        real = real_corpus / staged.relative_to(staged_corpus)
+        out[real] = None if gone else staged.read_bytes()
+    return out
+
+
+def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: bool) -> _Judged:
+    """The gate's judgement of the pack with ``data`` as ``target`` (and, with ``rebuild``, its generated corpus
+    built again from it): its problems (placed at the real files, errors first), the edited pack's identity (None
+    when it does not compile) and the generated files rebuilt."""
     from .runtime import judge
 
     root = Path(os.path.realpath(tempfile.mkdtemp(prefix="cleo-rules-edit-")))
     try:
         staged_pack, staged_corpus = _stage(pack_dir, target, data, root)
+        generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
         result = judge(staged_pack, require=require)
         found = result.errors()  # what the gate refuses a pack for, as it says it
         if result.error is not None:
@@ -267,7 +326,7 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require) -> tuple[lis
         placed.sort(key=lambda p: (p.severity != "error", p.severity != "warning", p.rank))
         pack = result.pack
         identity = {"name": pack.name, "version": pack.version, "hash": pack.content_hash} if pack else None
-        return placed, identity
+        return _Judged(placed, identity, generated)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -287,33 +346,44 @@ def _current(target: PackFile, base: str | None) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    """Replace ``path`` (a link: the file it leads to) with ``data`` in one rename, its mode kept."""
+    """Replace ``path`` (a link: the file it leads to) with ``data`` in one rename, its mode kept (a new file gets
+    the mode the process's umask gives)."""
     path = Path(os.path.realpath(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, require=None,
-              write: bool = True) -> Edit:
+def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, require=None, write: bool = True,
+              rebuild: bool = False) -> Edit:
     """Judge the pack in ``pack_dir`` with ``text`` as its file ``name``; write ``text`` only if the pack passes.
 
     ``name`` is one of :func:`editable_files` (by its ``name``); ``base`` the
     SHA-256 of the text the edit started from, checked before judging and
     again just before writing (:class:`EditConflict`); ``require`` the
     version range the pack must satisfy (as the runtime requires it);
-    ``write=False`` judges only. Raises :class:`~cleo_rules.errors.UsageError`
-    for a bundled or installed pack (E240) and for a file that is not one of
-    the pack's own (E241); a text over the size limit is an :class:`Edit` with
-    its E114 error, nothing written.
+    ``write=False`` judges only. ``rebuild`` builds the generated corpus
+    again from the edited pack, as ``cleo-rules corpus build`` would, judges
+    the pack with it and writes the files it changed with the edit (for an
+    edit of templates, slots or limits, which leaves the corpus stale:
+    E231). Raises :class:`~cleo_rules.errors.UsageError` for a bundled or
+    installed pack (E240) and for a file that is not one of the pack's own
+    (E241); a text over the size limit is an :class:`Edit` with its E114
+    error, nothing written.
     """
     pack_dir = Path(pack_dir)
     refuse_unwritable(pack_dir)
@@ -326,10 +396,16 @@ def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, requir
                           line=1, col=1, rank=1, help="split the file or trim it: every pack and corpus file is held "
                                                       "to 1 MiB")
             return Edit(target.name, False, (big,), _sha(now))
-        problems, pack = _judged(pack_dir, target, data, require)
-        edit = Edit(target.name, False, tuple(problems), _sha(now), pack)
-        if not edit.ok or not write or data == now:
+        judged = _judged(pack_dir, target, data, require, rebuild)
+        edit = Edit(target.name, False, tuple(judged.problems), _sha(now), judged.pack)
+        if not edit.ok or not write or (data == now and not judged.generated):
             return edit
         _current(target, base if base is not None else _sha(now))  # nothing changed it while it was judged
-        _write(target.path, data)
-        return replace(edit, written=True, sha256=_sha(data))
+        for path, body in judged.generated.items():  # the corpus first: the edit then finds it up to date
+            if body is None:
+                path.unlink(missing_ok=True)
+            else:
+                _write(path, body)
+        if data != now:
+            _write(target.path, data)
+        return replace(edit, written=True, sha256=_sha(data), rebuilt=tuple(display(p) for p in judged.generated))

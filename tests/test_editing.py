@@ -153,6 +153,33 @@ def test_a_manifest_edit_is_judged_with_the_files_it_lists(team):
     assert (team / manifest).read_text(encoding="utf-8") == text
 
 
+def test_a_limit_edit_builds_the_generated_corpus_again_with_it_when_asked(team, monkeypatch):
+    from cleo_rules.corpus.build import build_corpus
+    from cleo_rules import load_pack
+
+    manifest = "rules/pack.yaml"
+    generated = team / "corpus" / "generated"
+    before = {p.name: p.read_bytes() for p in generated.iterdir()}
+    text, sha = read_file(team / "rules", manifest)
+    too_far = edit_file(team / "rules", manifest, text.replace("min_chars: 10 ", "min_chars: 60 "), base=sha,
+                        rebuild=True)  # rebuilt, the corpus is up to date; the rules' own examples still fail
+    assert not too_far.written and "E134" in {p.code for p in too_far.errors()} and not too_far.rebuilt
+    assert {p.name: p.read_bytes() for p in generated.iterdir()} == before
+    new = text.replace("min_chars: 10 ", "min_chars: 9  ")
+    done = edit_file(team / "rules", manifest, new, base=sha, rebuild=True)
+    assert done.written and done.ok, [p.format() for p in done.problems]
+    assert (team / manifest).read_text(encoding="utf-8") == new
+    changed = {f"corpus/generated/{name}" for name, raw in before.items() if (generated / name).read_bytes() != raw}
+    assert changed and set(done.rebuilt) == changed
+    # what `cleo-rules corpus build` writes, byte for byte: building again changes nothing
+    assert all(line.startswith("# yaml-language-server: $schema=../../schemas/corpus.schema.json")
+               for line in ((generated / Path(name).name).read_text().splitlines()[0] for name in changed))
+    again = build_corpus(load_pack(team / "rules"))
+    assert again.written == [] and again.removed == [] and check(team / "rules").ok
+    monkeypatch.setattr(runtime, "verify", lambda *a, **k: pytest.fail("the pack was judged again"))
+    assert accept(team / "rules").content_hash == done.pack["hash"]
+
+
 # -- an edit that does not pass ---------------------------------------------------------------------------------------
 
 def broken_edits(text: str) -> dict[str, tuple[str, str, int]]:

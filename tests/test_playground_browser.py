@@ -556,3 +556,31 @@ def test_an_edit_that_does_not_check_shows_its_errors_beside_the_file_and_writes
     wait(chrome, lambda d: edit_state(d) == "unchanged")
     assert not box.is_displayed() and area.get_attribute("aria-invalid") == "false"
     assert path.read_bytes() == before_bytes and runs(chrome) == ran
+
+
+def test_a_limit_edit_offers_to_build_the_generated_corpus_with_it(chrome, editable):
+    svc, team = editable["svc"], editable["team"]
+    manifest = team / "rules" / "pack.yaml"
+    original = manifest.read_text(encoding="utf-8")
+    generated = {p: p.read_bytes() for p in (team / "corpus" / "generated").iterdir()}
+    open_page(chrome, svc.url)
+    enter(chrome, "User: Thank you")
+    assert user_turns(chrome)[0].get_attribute("data-kind") == "skip"
+    open_file(chrome, "rules/pack.yaml", original)
+    type_in_rules(chrome, "min_chars: ", "9 ", replace=2)
+    wait(chrome, lambda d: edit_state(d) == "rejected")
+    assert manifest.read_text(encoding="utf-8") == original
+    items = [text(li) for li in chrome.find_elements(By.CSS_SELECTOR, "#edit-problem-list li")]
+    assert items and all("[E231]" in item and "the corpus is stale" in item for item in items)
+    offer = chrome.find_element(By.ID, "edit-rebuild")
+    assert offer.is_displayed()
+    before = runs(chrome)
+    offer.click()
+    wait(chrome, lambda d: edit_state(d) == "written" and runs(d) > before)
+    assert manifest.read_text(encoding="utf-8") == original.replace("min_chars: 10 ", "min_chars: 9  ")
+    rebuilt = {p for p, raw in generated.items() if p.read_bytes() != raw}
+    status = text(chrome.find_element(By.ID, "edit-status"))
+    assert rebuilt and all(f"corpus/generated/{p.name}" in status for p in rebuilt)
+    assert not chrome.find_element(By.ID, "edit-problems").is_displayed()
+    assert user_turns(chrome)[0].get_attribute("data-kind") == load_pack(team / "rules").classify("Thank you").kind \
+        != "skip"

@@ -164,6 +164,32 @@ def test_an_edit_that_does_not_check_is_answered_with_its_located_errors_and_wri
     assert snapshot(team) == before
 
 
+def test_a_limit_edit_is_written_with_the_generated_corpus_built_again_when_asked(writable):
+    http, team = writable["http"], writable["team"]
+    text, sha = current(http, "rules/pack.yaml")
+    assert http.post("/v1/classify", json={"message": "Thank you"}).json()["kind"] == "skip"
+    generated = {p: p.read_bytes() for p in (team / "corpus" / "generated").iterdir()}
+    new = text.replace("min_chars: 10 ", "min_chars: 9  ")
+    stale = put(http, new, name="rules/pack.yaml", sha=sha).json()
+    assert stale["written"] is False and {p["code"] for p in stale["problems"] if p["severity"] == "error"} == {"E231"}
+    done = http.put("/v1/pack/file", params={"file": "rules/pack.yaml", "rebuild": "true"}, content=new.encode(),
+                    headers={**TEXT, "If-Match": f'"{sha}"'})
+    assert done.status_code == 200, done.text
+    body = done.json()
+    schema(http, "Edited").validate(body)
+    assert body["written"] is True and body["rebuilt"] and all(f.startswith("corpus/generated/") for f in body["rebuilt"])
+    assert body["serving"]["hash"] == load_pack(team / "rules").content_hash
+    assert {f"corpus/generated/{p.name}" for p, raw in generated.items() if p.read_bytes() != raw} == set(body["rebuilt"])
+    assert http.post("/v1/classify", json={"message": "Thank you"}).json()["kind"] != "skip"  # 9 characters now pass
+    problem(http.put("/v1/pack/file", params={"file": "rules/pack.yaml", "rebuild": "maybe"}, content=new.encode(),
+                     headers=TEXT), 400, "invalid-request")
+    # back as it was, with its corpus
+    back = http.put("/v1/pack/file", params={"file": "rules/pack.yaml", "rebuild": "true"}, content=text.encode(),
+                    headers={**TEXT, "If-Match": f'"{body["sha256"]}"'})
+    assert back.status_code == 200 and back.json()["written"] is True
+    assert {p: p.read_bytes() for p in (team / "corpus" / "generated").iterdir()} == generated
+
+
 def test_a_file_changed_meanwhile_is_a_conflict_and_is_kept(writable):
     http, team = writable["http"], writable["team"]
     text, sha = current(http)

@@ -235,6 +235,22 @@ def _pack_schemas() -> dict:
             "properties": {"file": {"type": "string"}, "hash": {"type": "string"},
                            "lines": {"type": "array", "items": {"type": "string"}}},
         },
+        "RegressionSaved": {
+            "type": "object", "required": ["id", "yaml", "file", "written", "open"],
+            "properties": {"id": {"type": "string"}, "yaml": {"type": "string",
+                                                             "description": "The case, as an item of `cases:`."},
+                           "file": {"type": "string"}, "written": {"type": "boolean"},
+                           "open": {"type": "boolean", "description": (
+                               "The pack does not get the case right yet, so it is saved `open: true`: `check` "
+                               "reports it without failing, and asks for it to be closed once it passes.")}},
+        },
+    }
+
+
+def _editing_schemas() -> dict:
+    """The files the playground edits (--writable-pack), one file's text, and an edit judged."""
+    nullable_str = {"type": ["string", "null"]}
+    return {
         "PackFiles": {
             "type": "object", "required": ["writable", "files"],
             "properties": {"writable": {"type": "boolean"}, "files": {"type": "array", "items": {
@@ -264,16 +280,9 @@ def _pack_schemas() -> dict:
                              "description": "Every finding at its file:line:col, errors first, then warnings and "
                                             "notes (an open case, one to close)."},
                 "serving": {"type": "object", "description": "The pack serving now: name, version, hash."},
+                "rebuilt": {"type": "array", "items": {"type": "string"},
+                            "description": "The generated corpus files written or removed with the edit (rebuild)."},
             },
-        },
-        "RegressionSaved": {
-            "type": "object", "required": ["id", "yaml", "file", "written", "open"],
-            "properties": {"id": {"type": "string"}, "yaml": {"type": "string",
-                                                             "description": "The case, as an item of `cases:`."},
-                           "file": {"type": "string"}, "written": {"type": "boolean"},
-                           "open": {"type": "boolean", "description": (
-                               "The pack does not get the case right yet, so it is saved `open: true`: `check` "
-                               "reports it without failing, and asks for it to be closed once it passes.")}},
         },
     }
 
@@ -402,7 +411,11 @@ def _pack_paths(op, keys: bool) -> dict:
                       body_type="text/plain", ok="Edited",
                       query=[file_query, {"name": "If-Match", "in": "header", "schema": {"type": "string"},
                                           "description": "The SHA-256 of the text the edit started from, quoted: "
-                                                         "412 when the file is another now."}],
+                                                         "412 when the file is another now."},
+                             {"name": "rebuild", "in": "query", "schema": {"type": "boolean"},
+                              "description": "Build corpus/generated/ again from the edited pack (as `cleo-rules "
+                                             "corpus build`), judge it and write it with the edit: for an edit of "
+                                             "templates, slots or limits, which leaves the corpus stale."}],
                       statuses=[400, 404, 408, 409, 412, 413, 415, 503]),
         },
     }
@@ -471,7 +484,7 @@ def document(settings, *, keys: bool) -> dict:
                                                    **_problems(404)}}},
     }
     components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_store_schemas(), **_pack_schemas(),
-                              **_service_schemas()}}
+                              **_editing_schemas(), **_service_schemas()}}
     if keys:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                     "description": "A key from the service's key file."}}

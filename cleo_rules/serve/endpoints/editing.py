@@ -4,7 +4,8 @@
 ``GET /v1/pack/file?file=F``    one of them: its text and SHA-256
 ``PUT /v1/pack/file?file=F``    its new text (``text/plain`` or YAML, UTF-8, at most 1 MiB), with ``If-Match: "SHA"``
                                 naming the text it started from: judged with the whole pack by the acceptance gate,
-                                written (atomically) only if the pack passes, then served at once
+                                written (atomically) only if the pack passes, then served at once; ``rebuild=true``
+                                builds the generated corpus again with it (an edit of templates, slots or limits)
 
 A service started without ``--writable-pack`` lists no file and answers 409
 ``pack-not-writable`` to the others. Every edit is a write: behind the Host
@@ -28,7 +29,7 @@ from starlette.responses import Response
 from ...errors import CleoError, UsageError
 from ..problems import ServiceError
 from ..responses import json_response
-from .common import admit
+from .common import admit, flag
 
 if TYPE_CHECKING:
     from ..service import Service
@@ -107,11 +108,12 @@ async def edit_file(request: Request) -> Response:
     except UnicodeDecodeError:
         raise ServiceError("invalid-request", "the file's text must be UTF-8", field="body") from None
     base = request.headers.get("if-match")
+    rebuild = flag(request, "rebuild")
     packs = service.packs
     pack_dir, require = packs.pack_dir, packs.require
     try:
         # judged off the loop; the whole pack and its corpus run, so the request timeout does not apply
-        done = await _off_loop(lambda: edit(pack_dir, name, text, base=base, require=require))
+        done = await _off_loop(lambda: edit(pack_dir, name, text, base=base, require=require, rebuild=rebuild))
     except EditConflict as exc:
         raise ServiceError("edit-conflict", str(exc), code=exc.code) from None
     except UsageError as exc:

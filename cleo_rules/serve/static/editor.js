@@ -56,6 +56,7 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     const box = $("edit-problems");
     const problems = done ? done.problems || [] : [];
     area.setAttribute("aria-invalid", done && !done.ok ? "true" : "false");
+    $("edit-rebuild-box").hidden = true;
     if (!problems.length) {
       box.hidden = true;
       $("edit-problem-list").replaceChildren();
@@ -65,6 +66,8 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
       ? "The pack checks with this edit; notes:"
       : `Not written: the pack does not check with this edit (${done.errors} error${done.errors === 1 ? "" : "s"})`;
     box.classList.toggle("passes", Boolean(done.ok));
+    // stale (E231): the edit changed templates, slots or limits; offer to build the generated corpus with it
+    $("edit-rebuild-box").hidden = done.ok || !problems.some((p) => p.code === "E231" && p.severity === "error");
     $("edit-problem-list").replaceChildren(...problems.map((p) => {
       const item = problemItem(p);
       if (p.file === ed.file && p.line) {
@@ -93,21 +96,23 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     if (line) selectLine(line);
   }
 
-  async function submit() {
+  async function submit(rebuild = false) {
     clearTimeout(ed.timer);
     if (ed.busy) {
       ed.again = true;
       return;
     }
     const text = area.value;
-    if (text === ed.judged || (text === ed.saved && ed.judged === null)) return;
+    if (!rebuild && (text === ed.judged || (text === ed.saved && ed.judged === null))) return;
     ed.busy = true;
     ed.judged = text;
     const file = ed.file;
     setState("checking");
-    say(`Checking the pack with this edit of ${file}…`);
+    say(rebuild ? `Building the generated corpus with this edit of ${file} and checking the pack…`
+                : `Checking the pack with this edit of ${file}…`);
     try {
-      const done = await api(`/v1/pack/file?file=${encodeURIComponent(file)}`,
+      const query = `file=${encodeURIComponent(file)}${rebuild ? "&rebuild=true" : ""}`;
+      const done = await api(`/v1/pack/file?${query}`,
                              { method: "PUT", text, headers: { "If-Match": `"${ed.sha}"` } });
       if (file !== ed.file) return;
       ed.sha = done.sha256;
@@ -116,8 +121,11 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
       if (done.written) {
         ed.edits += 1;
         document.body.dataset.edits = String(ed.edits);
-        say(`Written: ${file}. ${done.serving.pack} ${done.serving.version} (${done.serving.hash}) serves it; the `
-            + "turns run again.");
+        const rebuilt = (done.rebuilt || []).length
+          ? ` With it, ${done.rebuilt.length} generated corpus file${done.rebuilt.length === 1 ? "" : "s"} rebuilt: `
+            + `${done.rebuilt.join(", ")}.` : "";
+        say(`Written: ${file}.${rebuilt} ${done.serving.pack} ${done.serving.version} (${done.serving.hash}) serves `
+            + "it; the turns run again.");
         setState("written");
         await onWritten(done.serving);
       } else if (done.ok) {
@@ -157,6 +165,7 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     ed.files = listed.files;
     picker.replaceChildren(...ed.files.map((f) => el("option", { value: f.file, text: `${f.file} (${f.role})` })));
     picker.addEventListener("change", () => load(picker.value));
+    $("edit-rebuild").addEventListener("click", () => submit(true));
     area.addEventListener("input", () => {
       setState("editing");
       say("Edited: the pack is checked after a pause in typing.");
