@@ -210,6 +210,8 @@ def _mirror(real: Path, inside: Path, copy: Path) -> None:
     if resolve_member(inside, os.path.relpath(real, inside)) is not None:
         if real.is_file():
             shutil.copyfile(real, copy)
+        elif real.is_dir():  # the loader says what it says of a directory listed as a file
+            copy.mkdir(exist_ok=True)
     elif os.path.lexists(real):
         os.symlink(os.path.realpath(real), copy)
 
@@ -230,7 +232,8 @@ def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[P
     src, _ = load_yaml(staged_pack / MANIFEST)  # the manifest as edited says which files the pack has
     listed = src.data.get("files") if src is not None and isinstance(src.data, dict) else None
     for name in listed if isinstance(listed, list) else []:
-        if not isinstance(name, str) or not name or os.path.isabs(name) or ".." in Path(name).parts:
+        if not isinstance(name, str) or not name or "\x00" in name or os.path.isabs(name) or \
+                ".." in Path(name).parts:
             continue  # refused by the loader for its name alone, in the copy as in the pack
         copy = staged_pack / name
         if copy.resolve() != at.resolve() and not os.path.lexists(copy):
@@ -346,8 +349,8 @@ def _current(target: PackFile, base: str | None) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    """Replace ``path`` (a link: the file it leads to) with ``data`` in one rename, its mode kept (a new file gets
-    the mode the process's umask gives)."""
+    """Replace ``path`` (a link: the file it leads to) with ``data`` in one rename, its mode kept (a new file, a
+    generated corpus file a rebuild adds, is made readable by all and writable by its owner)."""
     path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -356,12 +359,7 @@ def _write(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -145,11 +145,20 @@ def test_a_manifest_edit_is_judged_with_the_files_it_lists(team):
     # a limit the generated corpus was built with: the corpus is stale until it is built again
     lower = edit_file(team / "rules", manifest, text.replace("min_chars: 10 ", "min_chars: 9  "), base=sha)
     assert not lower.written and {p.code for p in lower.errors()} == {"E231"}
-    for listed, code in (("  - missing.yaml\n", "E115"), ("  - ../corpus/regressions.yaml\n", "E119")):
+    (team / "rules" / "sub").mkdir()
+    (team.parent / "outside.yaml").write_text("kind: vocabulary\nsets: []\n", encoding="utf-8")
+    (team / "rules" / "away.yaml").symlink_to(team.parent / "outside.yaml")
+    for listed, code in (("  - missing.yaml\n", "E115"), ("  - ../corpus/regressions.yaml\n", "E119"),
+                         ("  - sub\n", None), ('  - "nul\\0.yaml"\n', None), ("  - away.yaml\n", None)):
         edit = edit_file(team / "rules", manifest, text + listed, base=sha)
-        assert not edit.written and code in {p.code for p in edit.errors()}, [p.format() for p in edit.problems]
-        assert all(p.file in ("rules/pack.yaml", "rules") for p in edit.errors()), [p.format() for p in edit.errors()]
+        assert not edit.written and not edit.ok, [p.format() for p in edit.problems]
+        assert code is None or code in {p.code for p in edit.errors()}, [p.format() for p in edit.problems]
         no_copy_named(edit)
+        # the same manifest written by hand: the very same errors, at the very same places
+        (team / manifest).write_text(text + listed, encoding="utf-8")
+        by_hand = [(p.code, p.file, p.line, p.col, p.message) for p in check(team / "rules").errors()]
+        assert [(p.code, p.file, p.line, p.col, p.message) for p in edit.errors()] == by_hand
+        (team / manifest).write_text(text, encoding="utf-8")
     assert (team / manifest).read_text(encoding="utf-8") == text
 
 
