@@ -73,7 +73,7 @@ def mark_open(path: Path, case_id: str) -> int:
 
 # -- saving ---------------------------------------------------------------------------------------------------------
 
-def test_a_regression_saved_from_a_wrong_turn_is_open_and_the_pack_still_checks_and_serves(team):
+def test_item10_a_regression_saved_from_a_wrong_turn_is_open_and_the_pack_still_checks_and_serves(team):
     pack, saved = save_wanted(team)
     case = yaml.safe_load(saved.yaml)[0]
     assert case["open"] is True and "open: true" in saved.yaml
@@ -105,7 +105,7 @@ def test_a_regression_the_pack_already_gets_right_is_saved_closed_and_then_holds
         accept(team / "rules")
 
 
-def test_an_open_case_that_starts_passing_says_close_it_at_its_file_and_line(team):
+def test_item10_an_open_case_that_starts_passing_says_close_it_at_its_file_and_line(team):
     path = regressions(team)
     line = mark_open(path, "regression/tried-with-a-topic")  # a case the starter passes
     result = run("check")
@@ -147,7 +147,7 @@ def rewrite_case(path: Path, n: int, case: dict) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-def test_open_on_a_generated_case_is_a_located_error_and_hides_nothing(team):
+def test_item10_open_on_a_generated_case_is_a_located_error_and_hides_nothing(team):
     path, n, case = generated_line(team, "follow_up.tell-me-more.yaml")
     wrong = {**case, "expect": "correction" if case["expect"] != "correction" else "skip"}
     rewrite_case(path, n, wrong)  # the generated case now fails ...
@@ -267,7 +267,7 @@ def test_junit_keeps_the_open_cases_when_the_pack_does_not_compile(team):
 
 # -- the regressions file's size limit -------------------------------------------------------------------------------
 
-def test_the_regressions_file_limit_is_named_when_a_case_would_pass_it(team):
+def test_item10_the_regressions_file_limit_is_named_when_a_case_would_pass_it(team):
     pack = load_pack(team / "rules")
     path = regressions(team)
     base = path.read_text(encoding="utf-8")
