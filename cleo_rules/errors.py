@@ -63,7 +63,7 @@ class Problem:
     pointer: str = ""
     rule: str | None = None
     help: str = ""
-    severity: str = "error"  # "error" or "warning"
+    severity: str = "error"  # "error", "warning" or "note" (an open corpus case: never a failure)
     rank: int = field(default=50, compare=False)  # lower sorts first: best match
 
     def __post_init__(self):

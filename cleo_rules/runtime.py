@@ -47,11 +47,11 @@ from .pack.compile import load_pack
 from .pack.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
 from .pack.sources import VersionRange, resolve_pack
-from .verify import verify
+from .verify import PackCheck, check, verify
 
 log = logging.getLogger("cleo_rules")
 
-__all__ = ["PackManager", "accept", "fingerprint"]
+__all__ = ["PackManager", "accept", "fingerprint", "judge"]
 
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -91,12 +91,37 @@ def accept(pack_dir, *, require=None) -> Pack:
     errors = verify(pack).errors()
     if errors:
         raise PackError(errors, pack=str(pack_dir))
-    if store is not None and _verdict_key(pack_dir) == before:  # nothing changed while it was judged
-        try:
-            store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
-        except OSError:
-            pass
+    _remember(store, before, pack_dir, pack)
     return pack
+
+
+def judge(pack_dir, *, require=None) -> PackCheck:
+    """The gate's whole verdict on ``pack_dir``, as :func:`cleo_rules.verify.check` gives it.
+
+    The same judgement as :func:`accept` (compile, ``require``, examples and
+    corpus), with everything it found, warnings and open corpus cases too;
+    :meth:`~cleo_rules.verify.PackCheck.as_error` is what :func:`accept`
+    would raise. A pack that passes is remembered as :func:`accept` remembers
+    it, under a key over the files' contents, not where they are: the same
+    files accepted later, from any directory, start serving at once (what
+    the playground's editing does: :mod:`cleo_rules.editing`).
+    """
+    before = _verdict_key(pack_dir)
+    result = check(Path(pack_dir), require=str(require) if require is not None else None)
+    if result.ok and result.pack is not None and before is not None:
+        _remember(cache.Store.open(), before, pack_dir, result.pack)
+    return result
+
+
+def _remember(store, before: str | None, pack_dir, pack: Pack) -> None:
+    """Keep the gate's acceptance of ``pack`` under ``before``, its verdict key, unless the files changed while it
+    was judged (then nothing is kept)."""
+    if store is None or before is None or _verdict_key(pack_dir) != before:
+        return
+    try:
+        store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
+    except OSError:
+        pass
 
 
 def _verdict_key(pack_dir) -> str | None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import timed
-from .corpus.files import corpus_dir_of, default_corpus_dir
+from .corpus.files import corpus_dir_of, default_corpus_dir, display
 from .corpus.report import Report
 from .corpus.run import run_corpus
 from .errors import PackError, Problem
@@ -84,7 +84,7 @@ class Verdict:
                                         "`cleo-rules corpus check` lists all"))
             if len(failed) > max_cases:
                 out.append(Problem("E230", f"corpus case … and {len(failed) - max_cases} more: they fail too",
-                                   str(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
+                                   display(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
             for stale in report.stale:
                 out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
                                    help="run `cleo-rules corpus build` and review the diff"))
@@ -204,7 +204,8 @@ class PackCheck:
     def findings(self, command: str = "check") -> CheckResult:
         """The findings of ``command`` (``"check"`` or ``"corpus check"``), for SARIF, JUnit and GitHub, with the
         pack's outline (:func:`~cleo_rules.findings.outline`): the same files and rules whether it compiles or not."""
-        from .findings import CheckResult, from_problem, from_report, outline, outline_of
+        from .corpus.files import open_cases
+        from .findings import CheckResult, from_problem, from_report, open_refs, outline, outline_of
 
         record = self.record()
         has_corpus = self.corpus_dir is not None
@@ -214,14 +215,16 @@ class PackCheck:
             summary = (f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"
                        if command == "check" else f"cleo-rules {command}: the pack does not compile")
             files, refs = outline(self.found.path)
+            opened = open_refs(open_cases(self.corpus_dir)) if self.corpus_dir is not None else []
             return CheckResult(command, record, refs, [from_problem(p) for p in problems], summary=summary,
-                               files=files, judged=False, corpus=has_corpus)
+                               files=files, judged=False, corpus=has_corpus, open=opened)
         files, refs = outline_of(self.pack)
         if command != "check":  # the corpus's view: the pack's own problems are among the corpus's
             view = self.corpus_view()
             assert view is not None
             return CheckResult(command, record, refs, from_report(view, refs), corpus_ran=True,
-                               summary=f"cleo-rules {command}: {view.summary_line()}", files=files, corpus=True)
+                               summary=f"cleo-rules {command}: {view.summary_line()}", files=files, corpus=True,
+                               open=open_refs(view.open))
         report = self.verdict.corpus_report
         found = [from_problem(p) for p in self.verdict.problems]
         if report is not None:
@@ -231,7 +234,7 @@ class PackCheck:
                    + ("ok" if self.verdict.ok else f"{errors} findings")
                    + (f"; corpus {report.summary_line()}" if report is not None else ""))
         return CheckResult(command, record, refs, found, corpus_ran=report is not None, summary=summary,
-                           files=files, corpus=report is not None)
+                           files=files, corpus=report is not None, open=open_refs(report.open) if report else [])
 
 
 def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: bool = False,

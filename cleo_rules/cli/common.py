@@ -90,22 +90,10 @@ def find(spec):
 
 
 def installed(path) -> bool:
-    """Whether ``path`` lies in an installed distribution: the package of an installed cleo-rules wheel (its bundled
-    pack), or a ``site-packages`` or ``dist-packages`` directory (any pack installed with pip)."""
-    import sysconfig
+    """Whether ``path`` lies in an installed distribution (:func:`cleo_rules.resources.in_installed_distribution`)."""
+    from ..resources import in_installed_distribution
 
-    from .. import resources
-
-    try:
-        resolved = Path(path).resolve()
-    except OSError:
-        return False
-    if resources.installed() and resources.inside_package(resolved):
-        return True
-    if {"site-packages", "dist-packages"} & set(resolved.parts):
-        return True
-    roots = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")} - {None}
-    return any(resolved == Path(r).resolve() or Path(r).resolve() in resolved.parents for r in roots if r)
+    return in_installed_distribution(path)
 
 
 def shown(path, name: str) -> str:

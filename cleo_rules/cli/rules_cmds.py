@@ -64,7 +64,9 @@ def _check_text(result) -> list[Piece]:
                     f"{len(pack.vocab_sets)} vocabulary sets\n", False))
     report = verdict.corpus_report
     if report is not None and not report.ok:
-        out.append((report.format(table=False) + "\n", True))
+        out.append((report.format(table=False) + "\n", True))  # the open cases among what is wrong
+    elif report is not None and (report.open or report.problems):  # notes and warnings: never a failure
+        out.append((report.format(table=False) + "\n", False))
     if report is not None:
         out.append((f"corpus {report.summary_line()}\n", False))
     elif result.skipped:

@@ -5,6 +5,7 @@
 ``classify``  ``/v1/classify``, its batch, and ``/v1/explain``
 ``memory``    the tenants' turns, recall, ingest, stats and deletes
 ``pack``      the rule pack: status, reload, rules, source files, regressions
+``editing``   the pack's own files edited from the playground (``--writable-pack``)
 ``meta``      health, readiness, metrics, the OpenAPI document, the problem types
 
 :data:`ROUTES` is the route table the app is built from (the playground's
@@ -17,7 +18,7 @@ from __future__ import annotations
 from starlette.routing import Route
 
 from .. import api_page, playground
-from . import classify, memory, meta, pack
+from . import classify, editing, memory, meta, pack
 
 __all__ = ["ROUTES"]
 
@@ -44,4 +45,7 @@ ROUTES = [
     Route("/v1/pack/source", pack.pack_source, methods=["GET"]),
     Route("/v1/pack/regressions", pack.regressions, methods=["POST"]),
     Route("/v1/tenants/{tenant}/recall", memory.recall, methods=["POST"]),
+    Route("/v1/pack/files", editing.pack_files_list, methods=["GET"]),
+    Route("/v1/pack/file", editing.file_text, methods=["GET"]),
+    Route("/v1/pack/file", editing.edit_file, methods=["PUT"]),
 ]

@@ -57,13 +57,15 @@ def _regressions(service: Service) -> tuple[Path, bool]:
 
 
 def pack_extras(service: Service) -> dict:
-    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file."""
+    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file,
+    and whether the pack's own files are edited here (``--writable-pack``)."""
     from ...corpus.files import display
 
     error = service.packs.last_error
     problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
     target, writable = _regressions(service)
-    return {"problems": problems, "regressions": {"file": display(target), "writable": writable}}
+    return {"problems": problems, "regressions": {"file": display(target), "writable": writable},
+            "editing": {"writable": service.settings.writable_pack}}
 
 
 async def pack_status(request: Request) -> Response:

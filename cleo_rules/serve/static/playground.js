@@ -4,7 +4,10 @@
 // (one pack answers the whole conversation), /v1/pack/rules gives each rule's file and line, /v1/pack is
 // polled for the live loop (a new hash runs the conversation again; a refused pack's problems are shown),
 // /v1/tenants/{t}/recall shows what memory recalls, /v1/pack/regressions turns a turn into a case, /v1/explain
-// gives a turn's near misses when its details are opened.
+// gives a turn's near misses when its details are opened. With --writable-pack the pack's own files are edited in
+// the page (editor.js): an edit that checks is written and the turns run again at once.
+
+import { createEditor } from "./editor.js";
 
 const KINDS = ["skip", "correction", "follow_up", "substantive"];
 const SAMPLE = [
@@ -31,6 +34,7 @@ const state = {
   running: null,      // the run in progress (a promise)
   runs: 0,
   problemsShown: "",
+  editor: null,       // the rule file editor, with --writable-pack
 };
 
 const $ = (id) => document.getElementById(id);
@@ -61,11 +65,13 @@ class ProblemError extends Error {
   }
 }
 
-async function api(path, { method = "GET", body } = {}) {
-  const headers = {};
+async function api(path, { method = "GET", body, text, headers: extra = {} } = {}) {
+  const headers = { ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (text !== undefined) headers["Content-Type"] = "text/plain; charset=utf-8";
   if (state.key) headers.Authorization = `Bearer ${state.key}`;
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const sent = text !== undefined ? text : body === undefined ? undefined : JSON.stringify(body);
+  const response = await fetch(path, { method, headers, body: sent });
   let data = null;
   try {
     data = await response.json();
@@ -291,8 +297,12 @@ function saveBox(result) {
       });
       yaml.textContent = saved.yaml;
       yaml.hidden = false;
+      const open = saved.open
+        ? " It is open: the pack does not get it right yet, so `check` reports it without failing until it passes,"
+          + " then asks for it to be closed."
+        : "";
       said.textContent = saved.written
-        ? `Appended to ${saved.file} as ${saved.id}.`
+        ? `Appended to ${saved.file} as ${saved.id}.${open}`
         : `Copy this case under cases: in ${saved.file} (this service does not write it: start it with --writable-corpus).`;
     } catch (error) {
       if (error.problem && error.problem.yaml) {
@@ -339,6 +349,11 @@ function userTurn(result, old) {
       event.preventDefault();
       showSource(rule, sourceBox);
     });
+    if (state.editor && state.editor.editable(rule.file)) {
+      const edit = el("button", { type: "button", class: "edit-rule", text: "Edit the rule" });
+      edit.addEventListener("click", () => state.editor.open(rule.file, rule.line));
+      ruleRow.append(edit);
+    }
   }
   const parts = (d.parts || []).length
     ? el("table", { class: "parts-table", "aria-label": "query parts" },
@@ -451,6 +466,7 @@ function run(reason = "manual") {
     }
   }
   const go = async () => {
+    if (reason === "pack" && state.last && state.status && state.last.hash === state.status.hash) return;
     try {
       await execute(turns, reason);
     } catch (error) {
@@ -478,14 +494,19 @@ function showProblems(status) {
     + "files are fixed:";
   const problems = status.problems && status.problems.length ? status.problems : null;
   $("problem-list").replaceChildren(...(problems
-    ? problems.map((p) => el("li", { class: `problem problem-${p.severity}` },
-        el("span", { class: "location", text: p.line ? `${p.file}:${p.line}:${p.col}` : p.file }), " ",
-        el("span", { class: "code", text: `${p.severity}[${p.code}]` }), " ",
-        p.rule ? el("span", { class: "problem-rule", text: p.rule }) : null, p.rule ? " " : null,
-        el("span", { class: "problem-message", text: p.message }),
-        p.help ? el("span", { class: "help-line", text: `help: ${p.help}` }) : null))
+    ? problems.map(problemItem)
     : [el("li", { class: "problem", text: status.last_error })]));
   box.hidden = false;
+}
+
+/** One located problem: file:line:col, severity[code], the rule, the message and its help. */
+function problemItem(p) {
+  return el("li", { class: `problem problem-${p.severity}` },
+    el("span", { class: "location", text: p.line ? `${p.file}:${p.line}:${p.col}` : p.file }), " ",
+    el("span", { class: "code", text: `${p.severity}[${p.code}]` }), " ",
+    p.rule ? el("span", { class: "problem-rule", text: p.rule }) : null, p.rule ? " " : null,
+    el("span", { class: "problem-message", text: p.message }),
+    p.help ? el("span", { class: "help-line", text: `help: ${p.help}` }) : null);
 }
 
 function showPack(status) {
@@ -500,12 +521,24 @@ async function poll() {
     state.status = status;
     showPack(status);
     showProblems(status);
-    if (state.last && status.hash !== state.last.hash) await run("pack");
+    if (state.last && status.hash !== state.last.hash) {
+      if (state.editor) await state.editor.refresh();
+      await run("pack");
+    }
   } catch (error) {
     $("pack").textContent = `pack: the service cannot be asked (${error.message})`;
   } finally {
     setTimeout(poll, state.pollMs);
   }
+}
+
+/** An edit was written and serves: show the pack now serving and run the conversation again with it. */
+async function packWritten() {
+  const status = await api("/v1/pack");
+  state.status = status;
+  showPack(status);
+  showProblems(status);
+  if (state.last && status.hash !== state.last.hash) await run("pack");
 }
 
 async function start() {
@@ -551,6 +584,10 @@ async function start() {
     showProblems(state.status);
   } catch (error) {
     $("pack").textContent = `pack: the service cannot be asked (${error.message})`;
+  }
+  if (state.status && state.status.editing && state.status.editing.writable) {
+    state.editor = createEditor({ api, el, $, problemItem, onWritten: packWritten });
+    await state.editor.start();
   }
   await run();
   document.body.dataset.ready = "true";
