@@ -106,14 +106,15 @@ class Composition:
     def __bool__(self) -> bool:
         return bool(self.bases)
 
-    def left_out(self, rule_id: str) -> str | None:
-        """Why a case of ``rule_id`` is not run against the composed pack, or None when the rule is in it as its
-        pack wrote it: ``"disabled by team"``, ``"replaced by team"``."""
+    def left_out(self, rule_id: str, corpus_of: str) -> str | None:
+        """Why a case of ``rule_id`` in the corpus of the pack ``corpus_of`` is not run against the composed pack
+        (``"disabled by team"``, ``"replaced by team"``), or None when it runs: the rule is in the pack, or the case
+        is in the corpus of the pack whose rule replaced it."""
         change = self.disabled.get(rule_id)
         if change is not None:
             return f"disabled by {change.by}"
         change = self.replaced.get(rule_id)
-        return f"replaced by {change.by}" if change is not None else None
+        return f"replaced by {change.by}" if change is not None and change.by != corpus_of else None
 
     def to_dict(self) -> dict:
         return {"bases": [b.record() for b in self.bases],

@@ -479,7 +479,9 @@ class FoundPack:
         from the manifest alone (``"?"`` when it lacks them) and the hash is null.
         """
         if pack is not None:
-            return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **self.to_dict()}
+            bases = [b.record() for b in pack.composition.bases]
+            return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **self.to_dict(),
+                    **({"bases": bases} if bases else {})}
         info = pack_info(self.path)
         return {"name": info.name if not info.error else "?", "version": info.version or "?", "hash": None,
                 **self.to_dict()}
