@@ -151,7 +151,7 @@ def _suggest(spec: str, here: Path) -> str:
 def locate(spec: str, here: Path) -> tuple[Path, str]:
     """``(directory, origin)`` of the pack ``spec`` names from a manifest in ``here``; :class:`PackNotFound`."""
     if _path_like(spec):
-        path = Path(spec) if os.path.isabs(spec) else here / spec
+        path = Path(os.path.normpath(spec if os.path.isabs(spec) else here / spec))
         if path.name == MANIFEST and not path.is_dir():
             path = path.parent
         if not (path / MANIFEST).is_file():
