@@ -107,6 +107,16 @@ def errors_of(path, code: str) -> list:
     return found
 
 
+def test_the_composition_keys_default_as_the_schema_says():
+    from cleo_rules.pack.compose import Declared
+    from cleo_rules.resources import schemas_dir
+
+    schema = json.loads((schemas_dir() / "pack.schema.json").read_text(encoding="utf-8"))["properties"]
+    fields = {f.name: f.default for f in dataclasses.fields(Declared)}
+    assert sorted(fields) == ["disable", "extends"]
+    assert {name: list(value) for name, value in fields.items()} == {name: schema[name]["default"] for name in fields}
+
+
 # -- the team pack of the issue ---------------------------------------------------------------------
 
 

@@ -112,11 +112,13 @@ class Report:
         return [(rule, reason, n) for (rule, reason), n in counts.items()]
 
     def skipped_text(self) -> str:
-        """``12 skipped: 10 of correction.x (disabled by team), 2 of vocab.nod (replaced by team)``; empty when none."""
+        """``skipped: 10 cases of correction.x (disabled by team), 2 of vocab.nod (replaced by team)``; empty when
+        none were skipped."""
         if not self.skipped:
             return ""
-        shown = ", ".join(f"{n:,} of {rule} ({reason})" for rule, reason, n in self.skipped_counts())
-        return f"{len(self.skipped):,} skipped: {shown}"
+        shown = [f"{n:,} of {rule} ({reason})" for rule, reason, n in self.skipped_counts()]
+        return f"skipped: {shown[0].replace(' of ', ' case of ' if shown[0].startswith('1 ') else ' cases of ', 1)}" \
+            + "".join(f", {more}" for more in shown[1:])
 
     def totals(self) -> dict:
         t = {k: sum(getattr(r, k) for r in self.rules) for k in ("tp", "fn", "tn", "fp")}
