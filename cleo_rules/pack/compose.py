@@ -39,6 +39,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import PackNotFound, Problem
 from ..resources import rules_dir
@@ -93,7 +94,7 @@ class Layer:
     def disable(self) -> list[tuple[str, str]]:
         """``(rule id, pointer)`` of each ``disable:`` item that is a string."""
         data = self.manifest.data if isinstance(self.manifest.data, dict) else {}
-        given = data.get("disable", Declared.disable)
+        given: Any = data.get("disable", Declared.disable)
         return [(rid, pointer_join("/disable", i)) for i, rid in enumerate(given)
                 if isinstance(rid, str) and rid] if isinstance(given, (list, tuple)) else []
 
@@ -106,7 +107,7 @@ def read_refs(manifest: LoadedFile, problems: list[Problem] | None = None) -> li
     """The ``extends:`` items of ``manifest`` that name a pack; a range that cannot be read is an E154 (added to
     ``problems``) and its item left out. Items of the wrong shape are the schema's findings."""
     data = manifest.data if isinstance(manifest.data, dict) else {}
-    given = data.get("extends", Declared.extends)
+    given: Any = data.get("extends", Declared.extends)
     out = []
     for i, item in enumerate(given if isinstance(given, (list, tuple)) else ()):
         ptr = pointer_join("/extends", i)
