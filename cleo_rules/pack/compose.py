@@ -111,11 +111,14 @@ def read_refs(manifest: LoadedFile, problems: list[Problem] | None = None) -> li
     out = []
     for i, item in enumerate(given if isinstance(given, (list, tuple)) else ()):
         ptr = pointer_join("/extends", i)
-        spec, text, range_ptr = None, None, ptr
+        spec: str | None = None
+        text: str | None = None
+        range_ptr = ptr
         if isinstance(item, str) and item.strip():
             spec = item.strip()
             if "@" in spec and not _path_like(spec):
-                spec, text = (part.strip() for part in spec.split("@", 1))
+                name, _, after = spec.partition("@")
+                spec, text = name.strip(), after.strip()
         elif isinstance(item, dict) and isinstance(item.get("pack"), str) and item["pack"].strip():
             spec, range_ptr = item["pack"].strip(), pointer_join(ptr, "version")
             text = item.get("version") if isinstance(item.get("version"), str) else None
