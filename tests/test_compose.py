@@ -500,3 +500,18 @@ def test_the_string_form_name_at_range_reads_as_the_mapping_form(name, wanted):
 
     assert refs(f"{name}@{wanted}") == refs({"pack": name, "version": wanted})
     assert refs(name) == ([(name, "None")], [])
+
+
+def test_text_output_names_an_installed_base_by_its_name_and_json_keeps_the_path(tmp_path):
+    base = tmp_path / "lib" / "python3.11" / "site-packages" / "shared_pack" / "rules"
+    shutil.copytree(MINI, base)
+    corrections = base / "corrections.yaml"
+    corrections.write_text(corrections.read_text().replace("already )?tried", "already )?tried("))
+    write(tmp_path / "team" / "pack.yaml", manifest("team", extends=[str(base)]))
+    text = CliRunner().invoke(cli, ["check", str(tmp_path / "team")])
+    assert text.exit_code == 1
+    assert "<installed pack mini>/corrections.yaml:5:" in text.output and "site-packages" not in text.output
+    assert "error[E130] correction.already-tried (pack mini)" in text.output
+    doc = json.loads(CliRunner().invoke(cli, ["check", str(tmp_path / "team"), "--format", "json"]).output)
+    (bad,) = [p for p in doc["problems"] if p["code"] == "E130"]
+    assert bad["pack"] == "mini" and "site-packages" in bad["file"]
