@@ -515,3 +515,18 @@ def test_text_output_names_an_installed_base_by_its_name_and_json_keeps_the_path
     doc = json.loads(CliRunner().invoke(cli, ["check", str(tmp_path / "team"), "--format", "json"]).output)
     (bad,) = [p for p in doc["problems"] if p["code"] == "E130"]
     assert bad["pack"] == "mini" and "site-packages" in bad["file"]
+
+
+def test_a_base_whose_manifest_cannot_be_read_and_too_many_packs_are_located_errors(tmp_path):
+    write(tmp_path / "broken" / "pack.yaml", "pack: [broken\n")
+    write(tmp_path / "t" / "pack.yaml", manifest("t", extends=["../broken"]))
+    (unread,) = errors_of(tmp_path / "t", "E155")
+    (syntax,) = errors_of(tmp_path / "t", "E110")
+    assert unread.pointer == "/extends/0" and unread.file == str(tmp_path / "t" / "pack.yaml")
+    assert syntax.file == str(tmp_path / "broken" / "pack.yaml")
+    for i in range(20):  # a chain: p0 extends p1, which extends p2, ...
+        write(tmp_path / f"p{i}" / "pack.yaml", manifest(f"p{i}", extends=[f"../p{i + 1}"] if i < 19 else None,
+                                                          files=[] if i < 19 else ["c.yaml"]))
+    write(tmp_path / "p19" / "c.yaml", "kind: corrections\nrules: []\n")
+    (many,) = errors_of(tmp_path / "p0", "E156")
+    assert many.message.endswith("the composition would hold more than 16 packs") and many.pointer == "/extends/0"

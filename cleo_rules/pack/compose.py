@@ -121,7 +121,8 @@ def read_refs(manifest: LoadedFile, problems: list[Problem] | None = None) -> li
                 spec, text = name.strip(), after.strip()
         elif isinstance(item, dict) and isinstance(item.get("pack"), str) and item["pack"].strip():
             spec, range_ptr = item["pack"].strip(), pointer_join(ptr, "version")
-            text = item.get("version") if isinstance(item.get("version"), str) else None
+            given_range = item.get("version")  # an empty one is the schema's finding
+            text = given_range if isinstance(given_range, str) and given_range.strip() else None
         if not spec:
             continue
         wanted = None

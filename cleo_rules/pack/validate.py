@@ -139,8 +139,7 @@ def _describe(error, source: LoadedFile) -> list[Problem]:
                    "write the pattern as a quoted string")]
     if v == "oneOf" and pointer.startswith("/extends/"):
         if isinstance(inst, dict):  # the mapping's own fault: a key misspelt, or no pack
-            own = [e for e in error.context or () if isinstance(e.schema, dict) and e.validator != "type"
-                   and e.schema.get("type") != "string"]
+            own = [e for e in error.context or () if e.validator != "type"]  # the string form's is a type error
             if own:
                 return _describe(sorted(own, key=relevance)[0], source)
         return [mk("E123", f"expected a pack (its name, or a directory) or a mapping {{pack, version}}, found "
