@@ -156,8 +156,10 @@ class Report:
         if table:
             whose = "" if self.of is None else f"the corpus of {self.of}, "
             lines += [f"corpus check: {whose}{p.name} {p.version} ({p.content_hash}) against "
-                      f"{display(self.corpus_dir)}/ ({len(self.outcomes):,} cases: {self.generated:,} generated, "
-                      f"{self.hand_written:,} hand-written)", ""]
+                      f"{display(self.corpus_dir)}/ ({len(self.outcomes) + len(self.skipped):,} cases: {self.generated:,} "
+                      f"generated, {self.hand_written:,} hand-written"
+                      + (f"; {len(self.skipped):,} skipped, {len(self.outcomes):,} run)" if self.skipped else ")"),
+                      ""]
             width = max([len(r.rule) for r in self.rules] + [len(CROSS), len(HAND)]) + 2
             lines.append(f"{'rule':<{width}}{'pos':>5}{'neg':>5}{'TP':>6}{'FN':>5}{'TN':>6}{'FP':>5}")
             for r in self.rules:
