@@ -23,7 +23,9 @@ and its decision names that pack's version and content hash.
 
 Reload by calling :meth:`PackManager.reload`, or let the manager poll the
 pack directory and its corpus (:meth:`PackManager.watch`; no extra
-dependency)::
+dependency), and those of every directory the pack is built on
+(``extends:``, :mod:`cleo_rules.pack.compose`); the gate judges the composed
+pack whole, with the corpus of each base::
 
     with PackManager("rules/", require=">=1.0,<2", watch=True, interval=1.0) as packs:
         decision = packs.classify("Yes, go with the second one.", history)
