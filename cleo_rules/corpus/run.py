@@ -293,9 +293,13 @@ def _decided_by_left_out(pack, base, outcomes) -> tuple[list, list[Skipped]]:
     failing = [o for o in outcomes if not o.ok and not o.case.rule and not o.case.not_rules]
     if not failing:
         return outcomes, []
+    from ..errors import PackError
     from ..pack.compile import compile_pack
 
-    alone = compile_pack(base.path, check_examples=False)
+    try:
+        alone = compile_pack(base.path, check_examples=False)
+    except PackError:  # a base that needs another to compile: its failing cases stay failures
+        return outcomes, []
     skipped: dict[int, Skipped] = {}
     for o in failing:
         rule = alone.classify(o.case.message, o.case.history).rule
