@@ -530,3 +530,22 @@ def test_a_base_whose_manifest_cannot_be_read_and_too_many_packs_are_located_err
     write(tmp_path / "p19" / "c.yaml", "kind: corrections\nrules: []\n")
     (many,) = errors_of(tmp_path / "p0", "E156")
     assert many.message.endswith("the composition would hold more than 16 packs") and many.pointer == "/extends/0"
+
+
+def test_a_base_case_naming_no_rule_is_skipped_when_the_base_alone_decides_it_by_a_disabled_rule(tmp_path):
+    shutil.copytree(MINI, tmp_path / "base" / "rules")
+    write(tmp_path / "base" / "corpus" / "regressions.yaml", """
+        kind: corpus
+        cases:
+          - {id: r/tried, message: "We already tried it, twice.", expect: correction}
+          - {id: r/tell, message: "Could you tell me more about it?", expect: follow_up}
+          - {id: r/named, message: "We already tried that one.", expect: correction, rule: correction.already-tried}
+        """)
+    write(tmp_path / "t" / "pack.yaml", manifest("t", extends=["../base/rules"], disable=["correction.already-tried"]))
+    result = check(tmp_path / "t")
+    assert result.verdict is not None
+    (_, report), = result.verdict.base_reports
+    assert report is not None and [o.case.id for o in report.outcomes] == ["r/tell"] and report.outcomes[0].ok
+    assert [(s.case.id, s.rule, s.reason) for s in report.skipped] == [
+        ("r/named", "correction.already-tried", "disabled by t"),
+        ("r/tried", "correction.already-tried", "decided by it in mini alone; disabled by t")]
