@@ -128,7 +128,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-editing-"))
     cache = tempfile.mkdtemp(prefix="bench-editing-cache-")
     try:
-        subprocess.run([sys.executable, "-m", "cleo_rules", "init", str(work / "team")], check=True,
+        subprocess.run([sys.executable, "-m", "cleo_rules", "init", "--standalone", str(work / "team")], check=True,
                        capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1", "CLEO_RULES_CACHE": cache})
         (work / "cleo-en").mkdir()
         shutil.copytree(ROOT / "rules", work / "cleo-en" / "rules")

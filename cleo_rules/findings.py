@@ -276,7 +276,8 @@ def outline(pack_dir) -> tuple[list[FileRef], list[RuleRef]]:
 
 def outline_of(pack) -> tuple[list[FileRef], list[RuleRef]]:
     """:func:`outline` of a compiled pack, from the files it was compiled from (nothing is read again); any rule
-    it holds that its files do not show is added after them."""
+    it holds that its files do not show is added after them, but not the rules of the packs it is built on (a
+    base's findings are its case's, so the outline is the same whether the pack compiles or not)."""
     files: list[FileRef] = []
     rules: list[RuleRef] = []
     listed = pack.manifest.data.get("files") if pack.manifest is not None else None
@@ -287,7 +288,8 @@ def outline_of(pack) -> tuple[list[FileRef], list[RuleRef]]:
                                                        f"/files/{index}")))
         rules += found
     known = {r.id for r in rules}
-    return files, _unique(rules + [r for r in rule_refs(pack) if r.id not in known])
+    own = [r for r in pack.rules + pack.referent_rules if pack.owns(r) and r.id not in known]
+    return files, _unique(rules + [RuleRef(r.id, r.kind, r.file, r.line) for r in own])
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def team(tmp_path, monkeypatch):
     """A pack started with `cleo-rules init`, the working directory its repository (files are named rules/...)."""
     from cleo_rules.starter import init_pack
 
-    init_pack(tmp_path / "team")
+    init_pack(tmp_path / "team", standalone=True)
     monkeypatch.chdir(tmp_path / "team")
     return tmp_path / "team"
 

@@ -42,7 +42,7 @@ def team(tmp_path, monkeypatch):
     """A pack started with `cleo-rules init`: rules/, corpus/ (generated and regressions.yaml), schemas/."""
     from cleo_rules.starter import init_pack
 
-    init_pack(tmp_path / "team")
+    init_pack(tmp_path / "team", standalone=True)
     monkeypatch.chdir(tmp_path / "team")
     return tmp_path / "team"
 

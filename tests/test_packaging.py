@@ -213,6 +213,11 @@ def test_installed_init_and_check(installed):
     _, work, run, _ = installed
     run("init", "team", check_rc=0)
     result = run("check", cwd=work / "team", check_rc=0)
+    first = result.stdout.splitlines()[0]
+    assert " at rules (./rules), on cleo-en " in first  # built on the installed bundled pack
+    assert "corpus of cleo-en ok: " in result.stdout and "site-packages" not in result.stdout
+    run("init", "--standalone", "alone", check_rc=0)
+    result = run("check", cwd=work / "alone", check_rc=0)
     assert result.stdout.splitlines()[0].endswith(" at rules (./rules)")
 
 

@@ -433,7 +433,7 @@ FOLLOW_UPS = "rules/follow_ups.yaml"
 def editable(tmp_path, guard, chrome):
     from cleo_rules.starter import init_pack
 
-    init_pack(tmp_path / "team")
+    init_pack(tmp_path / "team", standalone=True)
     team = tmp_path / "team"
     svc = Service("--pack", "rules", "--writable-pack", "--watch-interval", "0.1", command="playground",
                   log_path=tmp_path / "playground.log", cwd=team)

@@ -28,7 +28,7 @@ TEXT = {"Content-Type": "text/plain; charset=utf-8"}
 def init(root):
     from cleo_rules.starter import init_pack
 
-    init_pack(root / "team")
+    init_pack(root / "team", standalone=True)
     return root / "team"
 
 

@@ -168,3 +168,25 @@ def test_a_trace_row_of_an_unknown_column_is_refused_before_any_sql():
             insert_sql(dialect, ["time", "message); DROP TABLE traces; --"])
     assert insert_sql(POSTGRES, ["time", "kind"]) == "INSERT INTO {s}.traces (time, kind) VALUES (%s, %s) RETURNING id"
     assert insert_sql(SQLITE, ["time", "kind"]) == "INSERT INTO [traces] (time, kind) VALUES (?, ?)"
+
+
+def test_a_trace_records_the_bases_of_the_pack_and_a_table_without_the_column_still_reads(tmp_path):
+    from pathlib import Path
+
+    from cleo_rules.pack.model import Base
+
+    db = sqlite_utils.Database(memory=True)
+    old = {"id": int, "time": str, "message": str, "kind": str, "results": str}  # as an earlier version made it
+    db[TABLE].create(old, pk="id")
+    db[TABLE].insert({"time": "2024-05-01T00:00:00+00:00", "message": "Yes.", "kind": "skip", "results": "[]"})
+    assert [r["pack_bases"] for r in read_traces(SqliteTraces(db))] == [[]]  # an old row reads, with no bases
+    bases = (Base("cleo-en", "1.0.0", "1be75dbe3f860a2e", Path("rules"), "cleo-en", "bundled"),
+             Base("shared", "2.1.0", "00aa11bb22cc33dd", Path("../shared"), "../shared", "directory"))
+    tracer = Tracer(SqliteTraces(db))
+    tracer.record(time="2024-06-01T00:00:00+00:00", decision=decision(), results=[], timings=TIMINGS, k=5, bases=bases)
+    tracer.record(time="2024-06-02T00:00:00+00:00", decision=decision(), results=[], timings=TIMINGS, k=5)
+    rows = list(read_traces(SqliteTraces(db)))
+    assert [r["pack_bases"] for r in rows] == [[], [
+        {"name": "cleo-en", "version": "1.0.0", "hash": "1be75dbe3f860a2e"},
+        {"name": "shared", "version": "2.1.0", "hash": "00aa11bb22cc33dd"}], []]
+    assert db[TABLE].get(3)["pack_bases"] is None  # a pack that extends nothing: NULL, as in every older row

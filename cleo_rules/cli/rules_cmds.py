@@ -11,8 +11,8 @@ import sys
 import click
 
 from .common import (
-    EXIT_CODES_HELP, error_line, find, history_error, history_option, load_lenient, pack_line, pack_option, pack_record,
-    plain, shown, stream_lines,
+    EXIT_CODES_HELP, composition_lines, error_line, find, history_error, history_option, load_lenient, pack_line,
+    pack_option, pack_record, plain, shown, stream_lines,
 )
 from .outputs import Piece, format_option
 
@@ -47,9 +47,13 @@ def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 2
     if command != "check":
         view = result.corpus_view()
         assert view is not None
-        text = plain(view.format(max_shown=max_shown), found, result.pack.name)
+        text = view.format(max_shown=max_shown)
+        for base, report in result.verdict.base_reports:
+            text += "\n\n" + (report.format(max_shown=max_shown) if report is not None else
+                              f"corpus of {base.name}: {result.base_skipped(base)}")
+        text = plain(text, found, result.pack.name, result.pack)
         return [(f"pack: {pack_line(result.pack, found)}\n{text}\n", False)]
-    return [(plain(text, found, result.pack.name), err) for text, err in _check_text(result)]
+    return [(plain(text, found, result.pack.name, result.pack), err) for text, err in _check_text(result)]
 
 
 def _check_text(result) -> list[Piece]:
@@ -57,6 +61,7 @@ def _check_text(result) -> list[Piece]:
 
     pack, found, verdict = result.pack, result.found, result.verdict
     out: list[Piece] = [(f"pack: {pack_line(pack, found)}\n", False)]
+    out += [(line + "\n", False) for line in composition_lines(pack)]
     if verdict.problems:
         out.append((PackError(verdict.problems, pack=str(found.path)).report() + "\n", True))
     else:
@@ -69,8 +74,19 @@ def _check_text(result) -> list[Piece]:
         out.append((report.format(table=False) + "\n", False))
     if report is not None:
         out.append((f"corpus {report.summary_line()}\n", False))
+        if report.skipped:
+            out.append((f"  {report.skipped_text()}\n", False))
     elif result.skipped:
         out.append((f"corpus: {result.skipped}\n", False))
+    for base, base_report in verdict.base_reports:
+        if base_report is None:
+            out.append((f"corpus of {base.name}: {result.base_skipped(base)}\n", False))
+            continue
+        if not base_report.ok:
+            out.append((base_report.format(table=False) + "\n", True))
+        out.append((f"corpus of {base.name} {base_report.summary_line()}\n", False))
+        if base_report.skipped:
+            out.append((f"  {base_report.skipped_text()}\n", False))
     return out
 
 

@@ -26,7 +26,7 @@ from .model import CROSS, HAND, plain
 if TYPE_CHECKING:
     from ..pack.model import Pack
 
-__all__ = ["GroupStats", "Report", "RuleStats", "Stale", "open_problem"]
+__all__ = ["GroupStats", "Report", "RuleStats", "Skipped", "Stale", "open_problem"]
 
 MAX_SHOWN = 20  # failing cases listed per rule in text output unless asked for all
 
@@ -89,6 +89,16 @@ def open_problem(outcome) -> Problem:
                         "check meanwhile), or remove the case if the pack is right")
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A case not run against a composed pack: ``rule`` is the rule it is of, left out of the pack as ``reason``
+    says (``disabled by team``, ``replaced by team``)."""
+
+    case: object
+    rule: str
+    reason: str
+
+
 @dataclass
 class Report:
     pack: Pack
@@ -102,6 +112,8 @@ class Report:
     hand_written: int = 0
     exists: bool = True
     open: list = field(default_factory=list)       # Outcome of each open case (never in `outcomes`)
+    skipped: list = field(default_factory=list)    # Skipped: cases of rules the composed pack leaves out
+    of: str | None = None                          # the base pack whose corpus this is (None: the pack's own)
 
     @property
     def failed(self) -> list:
@@ -129,6 +141,22 @@ class Report:
     def uncovered(self) -> list:
         return sorted({p.rule for p in self.problems if p.code in ("E220", "E221") and p.rule})
 
+    def skipped_counts(self) -> list[tuple[str, str, int]]:
+        """``(rule, reason, cases)`` for each rule whose cases were skipped, in the order first met."""
+        counts: dict[tuple[str, str], int] = {}
+        for s in self.skipped:
+            counts[(s.rule, s.reason)] = counts.get((s.rule, s.reason), 0) + 1
+        return [(rule, reason, n) for (rule, reason), n in counts.items()]
+
+    def skipped_text(self) -> str:
+        """``skipped: 10 cases of correction.x (disabled by team), 2 of vocab.nod (replaced by team)``; empty when
+        none were skipped."""
+        if not self.skipped:
+            return ""
+        shown = [f"{n:,} of {rule} ({reason})" for rule, reason, n in self.skipped_counts()]
+        return f"skipped: {shown[0].replace(' of ', ' case of ' if shown[0].startswith('1 ') else ' cases of ', 1)}" \
+            + "".join(f", {more}" for more in shown[1:])
+
     def totals(self) -> dict:
         t = {k: sum(getattr(r, k) for r in self.rules) for k in ("tp", "fn", "tn", "fp")}
         return t
@@ -145,7 +173,10 @@ class Report:
                  f"TP {t['tp']:,} TN {t['tn']:,} FP {t['fp']:,} FN {t['fn']:,}",
                  f"{rules} rules, " + ("all covered both ways" if covered == rules else
                                        f"{covered} covered both ways, {rules - covered} not"),
-                 "corpus stale" if self.stale else "corpus up to date"]
+                 "corpus stale" if self.stale else "corpus up to date" if self.of is None else
+                 f"staleness left to {self.of}'s own check"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped):,} skipped (rules left out of the pack)")
         others = [p for p in self.errors if p.code not in ("E220", "E221")]
         if others:
             parts.append(f"{len(others)} corpus problem{'s' if len(others) != 1 else ''}")
@@ -172,9 +203,12 @@ class Report:
         p = self.pack
         lines = []
         if table:
-            lines += [f"corpus check: {p.name} {p.version} ({p.content_hash}) against "
-                      f"{display(self.corpus_dir)}/ ({len(self.outcomes):,} cases: {self.generated:,} generated, "
-                      f"{self.hand_written:,} hand-written)", ""]
+            whose = "" if self.of is None else f"the corpus of {self.of}, "
+            lines += [f"corpus check: {whose}{p.name} {p.version} ({p.content_hash}) against "
+                      f"{display(self.corpus_dir)}/ ({len(self.outcomes) + len(self.skipped):,} cases: {self.generated:,} "
+                      f"generated, {self.hand_written:,} hand-written"
+                      + (f"; {len(self.skipped):,} skipped, {len(self.outcomes):,} run)" if self.skipped else ")"),
+                      ""]
             width = max([len(r.rule) for r in self.rules] + [len(CROSS), len(HAND)]) + 2
             lines.append(f"{'rule':<{width}}{'pos':>5}{'neg':>5}{'TP':>6}{'FN':>5}{'TN':>6}{'FP':>5}")
             for r in self.rules:
@@ -203,6 +237,8 @@ class Report:
             lines += [p.format() for p in self.problems]
         if self.open:
             lines += ["", self.open_text()]
+        if table and self.skipped:
+            lines += ["", self.skipped_text()]
         if table:
             lines += ["", self.summary_line()]
         return "\n".join(lines).strip("\n")
@@ -238,6 +274,10 @@ class Report:
             "groups": [g.to_dict() for g in self.groups],
             "stale": [s.to_dict() for s in self.stale],
             "problems": [pr.to_dict() for pr in self.problems],
+            "of": self.of,
+            "skipped": {"cases": len(self.skipped),
+                        "rules": [{"rule": rule, "reason": reason, "cases": n}
+                                  for rule, reason, n in self.skipped_counts()]},
         }
 
 

@@ -229,7 +229,7 @@ def _pack_schemas() -> dict:
                 "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
                 "problems": {"type": "array", "items": _ref("PackProblem"),
                              "description": "The last refused pack's problems, located; empty after a success."},
-                "corpus": nullable_str, "gate": {"type": "string"},
+                "corpus": nullable_str, "gate": {"type": "string"}, "bases": _ref("PackBases"),
                 "regressions": {"type": "object", "required": ["file", "writable"],
                                 "description": "Where saved regressions go, and whether this service appends them.",
                                 "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
@@ -247,8 +247,15 @@ def _pack_schemas() -> dict:
             "properties": {
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "require": nullable_str, "reloads": {"type": "integer"}, "rejections": {"type": "integer"},
-                "watching": {"type": "boolean"}, "gate": {"type": "string"},
+                "watching": {"type": "boolean"}, "gate": {"type": "string"}, "bases": _ref("PackBases"),
             },
+        },
+        "PackBases": {
+            "type": "array", "description": "The packs the pack is built on (extends:), in the order they apply; "
+                                            "empty for a pack that extends nothing.",
+            "items": {"type": "object", "required": ["name", "version", "hash"],
+                      "properties": {"name": {"type": "string"}, "version": {"type": "string"},
+                                     "hash": {"type": "string"}}},
         },
         "PackProblem": {
             "type": "object",
@@ -258,19 +265,31 @@ def _pack_schemas() -> dict:
                 "file": {"type": "string"},
                 "line": {"type": "integer"}, "col": {"type": "integer"}, "pointer": {"type": "string"},
                 "rule": nullable_str, "message": {"type": "string"}, "help": {"type": "string"},
+                "pack": {"type": ["string", "null"], "description": "In a pack built on others, the pack whose file "
+                                                                    "the problem is in."},
             },
         },
         "PackRules": {
-            "type": "object", "required": ["pack", "version", "hash", "rules"],
+            "type": "object", "required": ["pack", "version", "hash", "rules", "bases", "disabled", "replaced"],
             "properties": {
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "rules": {"type": "array", "items": {
-                    "type": "object", "required": ["id", "kind", "file", "line"],
+                    "type": "object", "required": ["id", "kind", "file", "line", "pack"],
                     "properties": {"id": {"type": "string"},
                                    "kind": {"enum": ["correction", "follow_up", "vocabulary", "referent"]},
                                    "file": {"type": "string"}, "line": {"type": "integer"},
-                                   "description": {"type": "string"}}}},
+                                   "description": {"type": "string"},
+                                   "pack": {"type": "string", "description": "The pack the rule comes from: this "
+                                                                             "one, or a base."}}}},
+                "bases": _ref("PackBases"),
+                "disabled": _ref("LeftOut"), "replaced": _ref("LeftOut"),
             },
+        },
+        "LeftOut": {
+            "type": "array", "description": "Rules of a base the pack leaves out: `by` the pack that disabled or "
+                                            "replaced it, `of` the pack it was of.",
+            "items": {"type": "object", "required": ["rule", "by", "of"],
+                      "properties": {"rule": {"type": "string"}, "by": {"type": "string"}, "of": {"type": "string"}}},
         },
         "PackSource": {
             "type": "object", "required": ["file", "hash", "lines"],

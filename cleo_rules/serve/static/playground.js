@@ -29,7 +29,7 @@ const state = {
   pollMs: Math.max(200, 1000 * (Number(params.get("poll")) || 1)),
   status: null,       // the last /v1/pack
   memory: false,      // whether the service has memory (from /readyz)
-  rules: { hash: null, byId: new Map() },
+  rules: { hash: null, byId: new Map(), composed: false },
   last: null,         // {hash, turns, results}: the last run
   running: null,      // the run in progress (a promise)
   runs: 0,
@@ -177,7 +177,30 @@ function queryView(decision) {
 async function ensureRules(hash) {
   if (state.rules.hash === hash && state.rules.byId.size) return;
   const data = await api("/v1/pack/rules");
-  state.rules = { hash: data.hash, byId: new Map(data.rules.map((rule) => [rule.id, rule])) };
+  state.rules = { hash: data.hash, byId: new Map(data.rules.map((rule) => [rule.id, rule])),
+                  composed: Boolean((data.bases || []).length) };
+  showComposition(data);
+}
+
+/** The packs a pack built on others is made of: each with its rules, and the rules it leaves out (read only). */
+function showComposition(data) {
+  const bases = data.bases || [];
+  $("composition").hidden = !bases.length;
+  if (!bases.length) {
+    $("composition-list").replaceChildren();
+    return;
+  }
+  const count = (name) => data.rules.filter((rule) => rule.pack === name).length;
+  const leftOut = (list, what) => list.map((c) => el("span", { class: "left-out", "data-rule": c.rule,
+    text: `${c.rule} of ${c.of}: ${what} by ${c.by}` }));
+  $("composition-list").replaceChildren(
+    ...bases.map((base) => el("li", { class: "composition-pack", "data-pack": base.name },
+      el("span", { class: "rule-pack", text: `${base.name} ${base.version}` }), ` (${base.hash}): `,
+      `${count(base.name)} rules`)),
+    el("li", { class: "composition-pack", "data-pack": data.pack },
+      el("span", { class: "rule-pack", text: `${data.pack} ${data.version}` }), ` (${data.hash}), this pack: `,
+      `${count(data.pack)} rules of its own`,
+      leftOut(data.disabled || [], "disabled"), leftOut(data.replaced || [], "replaced")));
 }
 
 function ruleEnd(rule) {
@@ -340,7 +363,8 @@ function userTurn(result, old) {
     ? el("p", { class: "rule-row" }, "Rule ",
         el("a", { class: "rule-link", href: `/v1/pack/source?file=${encodeURIComponent(rule.file)}#L${rule.line}`,
                   text: `${rule.file}:${rule.line}` }),
-        ` (${rule.id}, ${rule.kind}): ${rule.description || ""}`)
+        ` (${rule.id}, ${rule.kind}`, state.rules.composed ? el("span", { class: "rule-pack", text: `, from ${rule.pack}` })
+          : null, `): ${rule.description || ""}`)
     : el("p", { class: "rule-row", text: d.kind === "skip" ? "No rule: the message is under the pack's min_chars."
                                                              : "No rule fired: the message is searched as typed." });
   const link = ruleRow.querySelector("a");
@@ -510,7 +534,8 @@ function problemItem(p) {
 }
 
 function showPack(status) {
-  $("pack").textContent = `pack: ${status.pack} ${status.version} (${status.hash}) · reloads ${status.reloads}`
+  const on = (status.bases || []).map((b) => ` on ${b.name} ${b.version}`).join(",");
+  $("pack").textContent = `pack: ${status.pack} ${status.version} (${status.hash})${on} · reloads ${status.reloads}`
     + ` · refused ${status.rejections}`;
   document.body.dataset.pack = status.hash;
 }
