@@ -18,13 +18,17 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 
 
 def classify_examples():
-    """``(command arguments, lines shown)`` of every console example that runs `cleo-rules classify`."""
+    """``(command arguments, lines shown)`` of every console example that runs `cleo-rules classify` with the
+    bundled pack."""
     out = []
     for block in re.findall(r"```console\n(.*?)```", README, re.S):
         for chunk in re.split(r"\n(?=\$ )", block.strip()):
             lines = chunk.replace("\\\n", " ").splitlines()
             if not lines[0].startswith("$ cleo-rules classify "):
                 continue
+            packs = [line for line in lines[1:] if line.startswith("pack:")]
+            if packs and "(bundled)" not in packs[0]:
+                continue  # run in a team pack's directory (the README's section on building on a pack)
             shown = [line for line in lines[1:] if line.strip() and not line.startswith("pack:")]
             out.append((shlex.split(lines[0][2:])[2:], shown))
     return out
