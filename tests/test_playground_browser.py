@@ -188,7 +188,7 @@ def test_the_page_shows_the_library_decision_on_each_of_six_turns(chrome, site):
     assert text(turns[3].find_element(By.CSS_SELECTOR, ".no-search")) == "No search was made for this turn."
     # the query's parts are marked where they came from: turn 2's referent is the option the assistant named
     referent = turns[1].find_element(By.CSS_SELECTOR, "pre.query .part-referent")
-    assert text(referent) == "Zego" and referent.get_attribute("title") == "referent: assistant turn 1, 34..38"
+    assert text(referent) == "Zego Van" and referent.get_attribute("title") == "referent: assistant turn 1, 34..42"
     assert [text(li.find_element(By.CSS_SELECTOR, ".who"))
             for li in chrome.find_elements(By.CSS_SELECTOR, "#turns li.turn-assistant")] == [
         "Assistant turn 1", "Assistant turn 2", "Assistant turn 3"]
