@@ -1,7 +1,8 @@
 """What .ci/run checks in the wheel installed with its serve, langchain and llama-index extras.
 
 Run with that venv's Python, outside the checkout: the playground answers on loopback (started by
-``cleo-rules playground --port 0``, which prints the port it got, and stopped by its pid), and both
+``cleo-rules playground --port 0``, which prints the port it got, and stopped by its pid), and shows
+a team pack built on cleo-en (.ci/team_pack.py) with the pack each rule comes from, and both
 adapters shape the query they pass to a small in-memory retriever, and search nothing on a skipped
 turn. Exits non-zero, saying what failed, otherwise.
 """
@@ -45,22 +46,27 @@ def ready(url) -> bool:
         return False
 
 
-def playground(expected):
-    log = Path("playground.log")
+def start_playground(*args, log=Path("playground.log")):
+    """``cleo-rules playground --port 0 ARGS``, once it answers: ``(process, URL)``."""
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "playground", "--port", "0"],
+        proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "playground", "--port", "0", *args],
                                 stdout=out, stderr=subprocess.STDOUT)
+    deadline, url = time.monotonic() + 60, None
+    while url is None and time.monotonic() < deadline:
+        check(proc.poll() is None, f"the playground exited:\n{log.read_text()}")
+        found = re.search(r"^playground: (http://127\.0\.0\.1:\d+/) ", log.read_text(), re.M)
+        url = found.group(1) if found else None
+        time.sleep(0.1)
+    check(url is not None, f"the playground printed no loopback URL:\n{log.read_text()}")
+    while not ready(url):  # it listens first, then loads the pack
+        check(proc.poll() is None and time.monotonic() < deadline, f"the playground was not ready:\n{log.read_text()}")
+        time.sleep(0.1)
+    return proc, url
+
+
+def playground(expected):
+    proc, url = start_playground()
     try:
-        deadline, url = time.monotonic() + 60, None
-        while url is None and time.monotonic() < deadline:
-            check(proc.poll() is None, f"the playground exited:\n{log.read_text()}")
-            found = re.search(r"^playground: (http://127\.0\.0\.1:\d+/) ", log.read_text(), re.M)
-            url = found.group(1) if found else None
-            time.sleep(0.1)
-        check(url is not None, f"the playground printed no loopback URL:\n{log.read_text()}")
-        while not ready(url):  # it listens first, then loads the pack
-            check(proc.poll() is None and time.monotonic() < deadline, f"the playground was not ready:\n{log.read_text()}")
-            time.sleep(0.1)
         status, page = fetch(url)
         check(status == 200 and b'src="/playground/playground.js"' in page, "GET / is not the page")
         for name in ("playground.js", "playground.css"):
@@ -70,6 +76,31 @@ def playground(expected):
         check(status == 200 and (got["kind"], got["query"]) == (expected.kind, expected.query),
               f"/v1/classify answered {got}, not the library's {expected.kind} {expected.query!r}")
         print(f"playground: {url} serves the page; {got['kind']} {got['query']!r}")
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+def composed_playground():
+    """The team pack built on cleo-en (.ci/team_pack.py) in the playground: which pack each rule comes from."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from team_pack import DISABLED, write_team
+
+    rules = write_team(Path.cwd())
+    proc, url = start_playground("--pack", str(rules), log=Path("playground-acme.log"))
+    try:
+        doc = json.loads(fetch(url + "v1/pack/rules")[1])
+        packs = {rule["id"]: rule["pack"] for rule in doc["rules"]}
+        check(packs.get("correction.out-of-stock") == "acme" and packs.get("vocab.nod") == "cleo-en"
+              and DISABLED not in packs, f"/v1/pack/rules does not show the composition: {packs}")
+        check([b["name"] for b in doc["bases"]] == ["cleo-en"] and [d["rule"] for d in doc["disabled"]] == [DISABLED],
+              f"/v1/pack/rules does not name the base and the disabled rule: {doc['bases']}, {doc['disabled']}")
+        status = json.loads(fetch(url + "v1/pack")[1])
+        check(status["pack"] == "acme" and [b["name"] for b in status["bases"]] == ["cleo-en"], f"/v1/pack: {status}")
+        got = json.loads(fetch(url + "v1/classify", {"message": "That one is out of stock."})[1])
+        check(got["rule"] == "correction.out-of-stock", f"the playground's pack does not have acme's rule: {got}")
+        print(f"playground: acme on cleo-en, {sum(p == 'acme' for p in packs.values())} rule of its own, "
+              f"{DISABLED} disabled")
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(30)
@@ -131,6 +162,7 @@ def main():
     expected = cleo_rules.load_pack().classify(MESSAGE, HISTORY)
     check(expected.query not in (None, MESSAGE), f"the library did not shape {MESSAGE!r}")
     playground(expected)
+    composed_playground()
     langchain(expected)
     llama_index(expected)
     check("torch" not in sys.modules, "torch was imported")

@@ -52,7 +52,8 @@ class Problem:
 
     ``line`` and ``col`` are 1-based; ``pointer`` is a JSON pointer into the
     file's document (``/rules/3/pattern``); ``rule`` is the id of the rule the
-    problem belongs to, when there is one.
+    problem belongs to, when there is one; ``pack``, in a pack built on
+    others (``extends:``), the name of the pack whose file it is in.
     """
 
     code: str
@@ -63,8 +64,9 @@ class Problem:
     pointer: str = ""
     rule: str | None = None
     help: str = ""
-    severity: str = "error"  # "error" or "warning"
+    severity: str = "error"  # "error", "warning" or "note" (an open corpus case: never a failure)
     rank: int = field(default=50, compare=False)  # lower sorts first: best match
+    pack: str | None = None
 
     def __post_init__(self):
         codes.seen(self.code, self.message)
@@ -79,6 +81,8 @@ class Problem:
         head = f"{self.location}: {self.severity}[{self.code}]"
         if self.rule:
             head += f" {self.rule}"
+        if self.pack:
+            head += f" (pack {self.pack})"
         if self.pointer:
             head += f" at {self.pointer}"
         text = f"{head}: {self.message}"
@@ -97,6 +101,7 @@ class Problem:
             "rule": self.rule,
             "message": self.message,
             "help": self.help,
+            "pack": self.pack,
         }
 
 

@@ -18,6 +18,12 @@ manifest lists and one per rule that can be read from those files
 compile), plus ``(pack)`` and, when there is a corpus, ``(corpus)``. A file
 that cannot be read is its one case; the rules of a pack that does not
 compile that have no finding are skipped, not passed.
+
+An open case (a saved regression marked ``open: true``) is reported as each
+format reports a test known to fail: a SARIF ``note`` (a ``warning`` once it
+passes and is to be closed), a GitHub ``::notice`` (``::warning``), and in
+JUnit a test case of its own, skipped with the reason, as pytest writes an
+xfail (``type="open"``, or ``type="close"`` once it passes). None fails a run.
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ from xml.etree import ElementTree as ET
 from . import codes
 from .errors import Problem
 
-__all__ = ["CheckResult", "FileRef", "Finding", "Location", "RuleRef", "from_problem", "from_report", "outline",
-           "outline_of", "render", "FORMATS", "to_github", "to_junit", "to_sarif"]
+__all__ = ["CaseRef", "CheckResult", "FileRef", "Finding", "Location", "RuleRef", "from_problem", "from_report",
+           "open_finding", "open_refs", "outline", "outline_of", "render", "FORMATS", "to_github", "to_junit",
+           "to_sarif"]
 
 FORMATS = ("text", "json", "sarif", "junit", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -64,6 +71,7 @@ class Finding:
     pointer: str = ""
     related: tuple[Location, ...] = ()
     corpus: bool = False  # found by running the corpus (the JUnit case "(corpus)" when it names no rule)
+    case: str | None = None  # the open case this note or warning is about (its own JUnit case)
 
     def to_dict(self) -> dict:
         loc = self.location
@@ -77,6 +85,15 @@ class Finding:
 class RuleRef:
     id: str
     kind: str
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class CaseRef:
+    """An open case of the corpus: its id and where it is written (a JUnit test case of its own)."""
+
+    id: str
     file: str
     line: int
 
@@ -111,6 +128,7 @@ class CheckResult:
     files: list[FileRef] = field(default_factory=list)
     judged: bool = True
     corpus: bool = False
+    open: list[CaseRef] = field(default_factory=list)  # the corpus's open cases, judged or not
 
     @property
     def ok(self) -> bool:
@@ -160,9 +178,29 @@ def from_report(report, rules: list[RuleRef]) -> list[Finding]:
         out.append(Finding("E231", f"the corpus is stale: {stale.reason}", Location(stale.file),
                            help="run `cleo-rules corpus build` and review the diff", rule=rule, corpus=True))
     out += [from_problem(p, corpus=True) for p in report.problems]
+    out += [open_finding(o) for o in report.open]
     # the corpus's findings are recorded under their codes, as the pack's problems are
     for f in out:
         codes.seen(f.code, f.message)
+    return out
+
+
+def open_finding(outcome) -> Finding:
+    """The note (or, once it passes, the warning to close it) an open case's outcome is."""
+    from .corpus.report import open_problem
+
+    p = open_problem(outcome)
+    return Finding(p.code, p.message, Location(p.file, p.line, p.col) if p.file else None, p.severity, p.help, p.rule,
+                   corpus=True, case=outcome.case.id)
+
+
+def open_refs(cases) -> list[CaseRef]:
+    """The open cases among ``cases`` (:class:`~cleo_rules.corpus.model.Case` or outcomes), as JUnit names them."""
+    out = []
+    for item in cases:
+        case = getattr(item, "case", item)
+        if case.open:
+            out.append(CaseRef(case.id, case.file, case.line))
     return out
 
 
@@ -238,7 +276,8 @@ def outline(pack_dir) -> tuple[list[FileRef], list[RuleRef]]:
 
 def outline_of(pack) -> tuple[list[FileRef], list[RuleRef]]:
     """:func:`outline` of a compiled pack, from the files it was compiled from (nothing is read again); any rule
-    it holds that its files do not show is added after them."""
+    it holds that its files do not show is added after them, but not the rules of the packs it is built on (a
+    base's findings are its case's, so the outline is the same whether the pack compiles or not)."""
     files: list[FileRef] = []
     rules: list[RuleRef] = []
     listed = pack.manifest.data.get("files") if pack.manifest is not None else None
@@ -249,7 +288,8 @@ def outline_of(pack) -> tuple[list[FileRef], list[RuleRef]]:
                                                        f"/files/{index}")))
         rules += found
     known = {r.id for r in rules}
-    return files, _unique(rules + [r for r in rule_refs(pack) if r.id not in known])
+    own = [r for r in pack.rules + pack.referent_rules if pack.owns(r) and r.id not in known]
+    return files, _unique(rules + [RuleRef(r.id, r.kind, r.file, r.line) for r in own])
 
 
 # -- SARIF 2.1.0 --------------------------------------------------------------------------
@@ -277,9 +317,16 @@ def _physical(loc: Location) -> dict:
     return physical
 
 
+#: a finding's severity as a SARIF level (an open case is a note, one to close a warning)
+_LEVELS = {"error": "error", "warning": "warning", "note": "note"}
+
+
 def to_sarif(result: CheckResult, *, tool_version: str = "") -> dict:
     used = sorted({f.code for f in result.findings})
     index = {code: i for i, code in enumerate(used)}
+    levels = {}
+    for f in result.findings:
+        levels.setdefault(f.code, _LEVELS.get(f.severity, "error"))
     rules = []
     for code in used:
         entry = codes.lookup(code)
@@ -288,15 +335,14 @@ def to_sarif(result: CheckResult, *, tool_version: str = "") -> dict:
             rule["shortDescription"] = {"text": entry.meaning}
             rule["help"] = {"text": entry.help}
             rule["properties"] = {"category": entry.category}
-        rule["defaultConfiguration"] = {"level": "error"}
+        rule["defaultConfiguration"] = {"level": levels[code]}
         rules.append(rule)
     results = []
     for f in result.findings:
         text = f.message if not f.rule or f.message.startswith(f.rule) else f"{f.rule}: {f.message}"
         if f.help:
             text += f" (help: {f.help})"
-        res: dict = {"ruleId": f.code, "ruleIndex": index[f.code],
-                     "level": "error" if f.severity == "error" else "warning",
+        res: dict = {"ruleId": f.code, "ruleIndex": index[f.code], "level": _LEVELS.get(f.severity, "error"),
                      "message": {"text": text}}
         if f.location is not None:
             res["locations"] = [{"physicalLocation": _physical(f.location)}]
@@ -334,6 +380,8 @@ def _junit_cases(result: CheckResult) -> tuple[list[tuple[str, str, str, int]], 
     listed = {f.listed_at: f.name for f in result.files}
     by_case: dict[str, list[Finding]] = {}
     for f in result.findings:
+        if f.case is not None:  # an open case: a test case of its own (_open_cases)
+            continue
         if f.rule in rules:
             key = f.rule
         elif f.location is not None and f.location.file in by_file:
@@ -346,19 +394,37 @@ def _junit_cases(result: CheckResult) -> tuple[list[tuple[str, str, str, int]], 
     return cases, by_case
 
 
+def _open_cases(result: CheckResult, suite) -> None:
+    """One test case per open case, skipped with its reason: ``open`` while the pack gets it wrong, ``close``
+    once it passes (pytest's xfail and xpass), or not judged when the pack does not compile."""
+    said = {f.case: f for f in result.findings if f.case is not None}
+    for ref in result.open:
+        attrs = {"name": ref.id, "classname": f"{result.pack.get('name', '?')}.open"}
+        if ref.file:
+            attrs.update(file=ref.file, line=str(ref.line))
+        case = ET.SubElement(suite, "testcase", attrs)
+        f = said.get(ref.id)
+        if f is None:
+            ET.SubElement(case, "skipped", message="open case, not judged: the pack does not compile")
+        else:
+            ET.SubElement(case, "skipped", type="close" if f.code == "E233" else "open", message=f.message)
+
+
 def to_junit(result: CheckResult) -> str:
     """One test case per rule file and per rule (:func:`outline`), plus ``(pack)`` for findings that name
-    neither and ``(corpus)`` for the corpus's: the same cases whether the pack passes or not."""
+    neither and ``(corpus)`` for the corpus's: the same cases whether the pack passes or not; then one skipped
+    case per open case of the corpus."""
     pack = result.pack
     suite_name = f"cleo-rules {result.command}: {pack.get('name', '?')} {pack.get('version', '')}".strip()
     cases, by_case = _junit_cases(result)
     failures = sum(1 for c in cases if any(f.severity == "error" for f in by_case.get(c[0], ())))
     skipped = 0 if result.judged else sum(1 for c in cases if not any(f.severity == "error"
                                                                        for f in by_case.get(c[0], ())))
-    root = ET.Element("testsuites", name=f"cleo-rules {result.command}", tests=str(len(cases)),
+    tests = len(cases) + len(result.open)
+    root = ET.Element("testsuites", name=f"cleo-rules {result.command}", tests=str(tests),
                       failures=str(failures), errors="0")
-    suite = ET.SubElement(root, "testsuite", name=suite_name, tests=str(len(cases)), failures=str(failures),
-                          errors="0", skipped=str(skipped))
+    suite = ET.SubElement(root, "testsuite", name=suite_name, tests=str(tests), failures=str(failures),
+                          errors="0", skipped=str(skipped + len(result.open)))
     props = ET.SubElement(suite, "properties")
     for key in ("name", "version", "hash", "path", "found_by"):
         if pack.get(key):
@@ -391,7 +457,8 @@ def to_junit(result: CheckResult) -> str:
             ET.SubElement(case, "skipped", message="not judged: the pack does not compile")
         if found:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(f"warning[{f.code}] {f.message}" for f in found)
+            out.text = "\n".join(f"{f.severity}[{f.code}] {f.message}" for f in found)
+    _open_cases(result, suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -411,7 +478,7 @@ def to_github(result: CheckResult) -> str:
     """``::error file=…,line=…,col=…,title=…::message`` per finding, then the summary line."""
     lines = []
     for f in result.findings:
-        command = "error" if f.severity == "error" else "warning"
+        command = {"error": "error", "note": "notice"}.get(f.severity, "warning")
         props = []
         if f.location is not None:
             props.append(f"file={_escape_property(f.location.file)}")

@@ -39,7 +39,8 @@ from .explain import Explanation, Recorder
 from .history import USER, read_history
 from .kinds import DecisionKind
 from .prefilter import LiteralIndex, holds, literal_requirements, words_of_tokens
-from .shaping import shape
+from .choices import named_choice
+from .shaping import shape, shape_correction
 from .text import normalize, original_span, visible_length, word_pattern
 from .walk import RuleTimeout, Walk, WalkResult
 
@@ -170,6 +171,9 @@ class Matcher:
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kinds = _KindCache(self.kind_of, settings.min_chars, settings.max_scan_chars)
+        # a choice that names an offered option is decided by the pack's choice vocabulary set, if it has one
+        vocabulary = getattr(context, "vocabulary", None)
+        self._choice_set = next((v.id for v in getattr(vocabulary, "sets", ()) if v.role == "choice"), None)
 
     # -- the walk --------------------------------------------------------
 
@@ -235,6 +239,21 @@ class Matcher:
             recorder.stopped(n, len(message))
         return _result(SUBSTANTIVE, None, None, text, None, referents, None)
 
+    def _named_choice(self, normalized: str, history, recorder):
+        """``(NamedChoice, rule id, span in normalized)`` for a message that picks an offered option by name
+        (:mod:`cleo_rules.choices`), decided by the pack's choice vocabulary set; None without one."""
+        if not self.settings.referents or self._choice_set is None:
+            return None
+        words = word_pattern(normalized)
+        found = list(words.finditer(normalized))
+        choice = named_choice(self, normalized, [m.group() for m in found], history)
+        if choice is None:
+            return None
+        span = (found[choice.words[0]].start(), found[choice.words[1] - 1].end())
+        if recorder is not None:
+            recorder.named_choice(self._choice_set, choice)
+        return choice, self._choice_set, span
+
     def kind_of(self, message: str) -> DecisionKind:
         """The kind of ``message`` on its own (no query shaping)."""
         return self.walk(message).kind
@@ -268,10 +287,19 @@ class Matcher:
         said = read_history(history)
         result = self.walk(message, recorder, said)
         kind, span, normalized, note = result.kind, result.span, result.text, result.note
+        rule, given = result.rule, None
+        if kind == SUBSTANTIVE and rule is None and note is None and normalized is not None and said:
+            given = self._named_choice(normalized, said, recorder)
+            if given is not None:
+                kind, rule, span = FOLLOW_UP, given[1], given[2]
+                given = given[:2]
         # the query: nothing for a skip, the message as typed for a correction
         # or a substantive message, its parts combined for a follow-up
         if kind == FOLLOW_UP and normalized is not None:  # a follow-up's text is always normalised
-            query, parts, why = shape(self, message, normalized, said, recorder, frozenset(result.referents))
+            query, parts, why = shape(self, message, normalized, said, recorder, frozenset(result.referents), given)
+            note = note or why
+        elif kind == CORRECTION and normalized is not None:
+            query, parts, why = shape_correction(self, message, normalized, said, recorder, span)
             note = note or why
         else:
             query, parts = (None, ()) if kind == SKIP else (message, (Part("message", message, "message"),))
@@ -281,7 +309,7 @@ class Matcher:
             orig_span = original_span(message[: self.settings.max_scan_chars], span[0], span[1], normalized)
             matched = message[orig_span[0]:orig_span[1]]
         name, version, digest = self._identity
-        return make_decision(kind=kind, rule=result.rule, span=orig_span, matched=matched, query=query,
+        return make_decision(kind=kind, rule=rule, span=orig_span, matched=matched, query=query,
                              anchor=anchor, message=message, pack=name, pack_version=version, pack_hash=digest,
                              note=note, parts=parts)
 

@@ -74,6 +74,21 @@ def _bare(word: str) -> str:
     return _CONTRACTION.sub("", word)
 
 
+def _inflected(word: str, dictionary) -> bool:
+    """Whether ``word`` is in ``dictionary`` or an inflection of a word there ("remaining", "noted", "specifically")."""
+    if word in dictionary:
+        return True
+    for suffix, back in (("ly", ""), ("ally", "al"), ("ily", "y"), ("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"),
+                         ("d", ""), ("s", ""), ("es", ""), ("ies", "y"), ("er", ""), ("est", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)] + back
+            if stem in dictionary:
+                return True
+            if suffix in ("ing", "ed") and len(stem) >= 4 and stem[-1] == stem[-2] and stem[:-1] in dictionary:
+                return True
+    return False
+
+
 _LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z][a-z]+(?![\w'\u2019-])")
 _CAPS_WORD = re.compile(r"[A-Z]{2,}")
 
@@ -129,13 +144,17 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
                 initial = False
                 continue
             break
-        # trailing connectors belong to nothing
-        while words and words[-1].lower() in ("of", "de", "del", "della", "di", "da", "du", "des", "van", "von",
-                                              "der", "den", "la", "le", "y", "the", "on", "upon", "&"):
+        # "I" ends no name ("Can I", "Yes I")
+        while words and _bare(words[-1].lower()) in _NEVER:
+            words = words[:-1]
+        # trailing connectors belong to nothing; a particle does only in lower case ("Zego Van" keeps "Van")
+        while words and (words[-1].lower() in ("of", "the", "on", "upon", "&")
+                         or words[-1] in ("de", "del", "della", "di", "da", "du", "des", "van", "von", "der", "den",
+                                          "la", "le", "y")):
             words = words[:-1]
         if not words:
             continue
-        if len(words) == 1 and initial and _bare(words[0].lower().rstrip(".")) in (dictionary or common):
+        if len(words) == 1 and initial and _inflected(_bare(words[0].lower().rstrip(".")), dictionary or common):
             continue
         joined = " ".join(words)
         end = start + len(joined) if text.startswith(joined, start) else m.end()

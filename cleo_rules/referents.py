@@ -62,9 +62,12 @@ from .text import normalize
 
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
 
-SELECTORS = ("position", "least", "most", "other", "thing", "person")
+SELECTORS = ("position", "least", "most", "other", "all", "thing", "person")
 PREFILTERED_NOTE = "not tried: its required words/strings are absent (prefilter)"
 DEFAULT_REACH = {"person": 12}
+#: How the text between two options of one offer ends: a comma, "and", "or", a semicolon, a new line
+#: ("Hadley at 2,140 and Cresswell", "Brightwell, Marsh Lane or Tillotson"), then "the" at most.
+_COORDINATED = re.compile(r"(?:[,;\n]|\b(?:and|or))\s*(?:the\s+)?$", re.I)
 REACH = 6
 #: Turns whose reading is remembered (by content), per finder.
 CACHE_ITEMS = 8192
@@ -171,6 +174,11 @@ class ReferentFinder:
         self._cache: OrderedDict[str, _Reading] = OrderedDict()
         self._names: OrderedDict[str, tuple] = OrderedDict()
         self._lock = Lock()
+
+    @property
+    def function_words(self) -> frozenset[str]:
+        """The pack's function words (lower case): words that name nothing."""
+        return self._function
 
     def names(self, text: str) -> tuple:
         """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
@@ -328,6 +336,8 @@ class ReferentFinder:
     def _select(self, rule, match, message_low: str, history) -> Referent | None:
         window = self._window(rule, history)
         sel = rule.select
+        if sel == "all":
+            return self._all(rule, message_low, window)
         if sel in ("position", "least", "most", "other"):
             return self._option(rule, match, message_low, window)
         return self._salient(rule, match, message_low, window, decay=0.8 if sel == "person" else 0.5)
@@ -381,6 +391,25 @@ class ReferentFinder:
                 return None
             chosen = options[figures.index(best)]
         return self._referent(chosen, rule, said)
+
+    def offer(self, history: tuple[Said, ...], reach: int = REACH) -> tuple[Said, tuple[Mention, ...]] | None:
+        """The most recent assistant turn among the last ``reach`` offering two or more options, and its options."""
+        return next(self._offers(history[-reach:]), None)
+
+    def _all(self, rule, message_low, window) -> Referent | None:
+        """Every option of the most recent offer ("compare them", "both"), unless the message names one."""
+        offer = self.offer(window, len(window))
+        if offer is None:
+            return None
+        said, options = offer
+        if any(o.key and o.key in message_low for o in options):
+            return None
+        content = said.content[: self.max_chars]
+        gaps = (content[a.end:b.start] for a, b in zip(options, options[1:]))
+        if not all(_COORDINATED.search(gap) for gap in gaps):
+            return None  # "Pennine Supplies in Leeds": two names, one thing, no offer of two
+        text = ", ".join(o.text for o in options[:-1]) + " and " + options[-1].text
+        return Referent(text, rule.id, said, (options[0].start, options[-1].end))
 
     def _other(self, rule, message_low, window) -> Referent | None:
         """The one option of an offer that nothing since has named or pointed at (nor the message)."""

@@ -16,8 +16,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "inside_package", "installed", "models_dir", "package_dir",
-           "rules_dir", "schemas_dir"]
+__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "in_installed_distribution", "inside_package", "installed",
+           "models_dir", "package_dir", "rules_dir", "schemas_dir"]
 
 BUNDLED = ("rules", "schemas", "corpus", "models")
 _PROJECT = "cleo-rules"
@@ -50,6 +50,23 @@ def inside_package(path) -> bool:
     inside = package_dir().resolve()
     resolved = Path(path).resolve()
     return resolved == inside or inside in resolved.parents
+
+
+def in_installed_distribution(path) -> bool:
+    """Whether ``path`` lies in an installed distribution: the package of an installed cleo-rules wheel (its
+    bundled pack), or a ``site-packages`` or ``dist-packages`` directory (any pack installed with pip)."""
+    import sysconfig
+
+    try:
+        resolved = Path(path).resolve()
+    except OSError:
+        return False
+    if installed() and inside_package(resolved):
+        return True
+    if {"site-packages", "dist-packages"} & set(resolved.parts):
+        return True
+    roots = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")} - {None}
+    return any(resolved == Path(r).resolve() or Path(r).resolve() in resolved.parents for r in roots if r)
 
 
 def installed() -> bool:

@@ -23,7 +23,9 @@ and its decision names that pack's version and content hash.
 
 Reload by calling :meth:`PackManager.reload`, or let the manager poll the
 pack directory and its corpus (:meth:`PackManager.watch`; no extra
-dependency)::
+dependency), and those of every directory the pack is built on
+(``extends:``, :mod:`cleo_rules.pack.compose`); the gate judges the composed
+pack whole, with the corpus of each base::
 
     with PackManager("rules/", require=">=1.0,<2", watch=True, interval=1.0) as packs:
         decision = packs.classify("Yes, go with the second one.", history)
@@ -44,14 +46,15 @@ from .corpus.files import corpus_dir_of, corpus_files
 from .errors import CleoError, PackError
 from .pack import cache
 from .pack.compile import load_pack
+from .pack.compose import base_dirs, directory_bases
 from .pack.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
 from .pack.sources import VersionRange, resolve_pack
-from .verify import verify
+from .verify import PackCheck, check, verify
 
 log = logging.getLogger("cleo_rules")
 
-__all__ = ["PackManager", "accept", "fingerprint"]
+__all__ = ["PackManager", "accept", "fingerprint", "judge"]
 
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -91,12 +94,37 @@ def accept(pack_dir, *, require=None) -> Pack:
     errors = verify(pack).errors()
     if errors:
         raise PackError(errors, pack=str(pack_dir))
-    if store is not None and _verdict_key(pack_dir) == before:  # nothing changed while it was judged
-        try:
-            store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
-        except OSError:
-            pass
+    _remember(store, before, pack_dir, pack)
     return pack
+
+
+def judge(pack_dir, *, require=None) -> PackCheck:
+    """The gate's whole verdict on ``pack_dir``, as :func:`cleo_rules.verify.check` gives it.
+
+    The same judgement as :func:`accept` (compile, ``require``, examples and
+    corpus), with everything it found, warnings and open corpus cases too;
+    :meth:`~cleo_rules.verify.PackCheck.as_error` is what :func:`accept`
+    would raise. A pack that passes is remembered as :func:`accept` remembers
+    it, under a key over the files' contents, not where they are: the same
+    files accepted later, from any directory, start serving at once (what
+    the playground's editing does: :mod:`cleo_rules.editing`).
+    """
+    before = _verdict_key(pack_dir)
+    result = check(Path(pack_dir), require=str(require) if require is not None else None)
+    if result.ok and result.pack is not None and before is not None:
+        _remember(cache.Store.open(), before, pack_dir, result.pack)
+    return result
+
+
+def _remember(store, before: str | None, pack_dir, pack: Pack) -> None:
+    """Keep the gate's acceptance of ``pack`` under ``before``, its verdict key, unless the files changed while it
+    was judged (then nothing is kept)."""
+    if store is None or before is None or _verdict_key(pack_dir) != before:
+        return
+    try:
+        store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
+    except OSError:
+        pass
 
 
 def _verdict_key(pack_dir) -> str | None:
@@ -107,15 +135,17 @@ def _verdict_key(pack_dir) -> str | None:
     manifest = path / MANIFEST if path.is_dir() else path
     if resolve_member(manifest.parent, manifest.name) is None:
         return None
-    corpus = corpus_dir_of(manifest.parent)
-    hand, generated = corpus_files(corpus)
-    found = []
-    for file in hand + generated:
-        digest = None if file.is_symlink() else cache.file_digest(file)
-        if digest is None:
-            return None
-        found.append((file.relative_to(corpus).as_posix(), digest))
-    return cache.key(manifest.parent, manifest, more=["gate", corpus.is_dir(), found])
+    found: list = []
+    corpora = [corpus_dir_of(manifest.parent)] + [corpus_dir_of(layer.path) for layer in base_dirs(manifest.parent)]
+    for i, corpus in enumerate(corpora):  # the pack's corpus, and each base's, which the gate runs too
+        hand, generated = corpus_files(corpus)
+        found.append((i, corpus.is_dir()))
+        for file in hand + generated:
+            digest = None if file.is_symlink() else cache.file_digest(file)
+            if digest is None:
+                return None
+            found.append((i, file.relative_to(corpus).as_posix(), digest))
+    return cache.key(manifest.parent, manifest, more=["gate", found])
 
 
 # --------------------------------------------------------------------------
@@ -318,17 +348,25 @@ class PackManager:
             "last_error": str(self.last_error) if self.last_error else None, "watching": self.watching,
             "corpus": str(corpus) if has_corpus else None,
             "gate": "examples and corpus" if has_corpus else NO_CORPUS,
+            "bases": [b.record() for b in serving.pack.composition.bases],
         }
 
     # -- loading -----------------------------------------------------------
 
     def _fingerprint(self, pack_dir: Path) -> str:
-        """The pack's files and, when it has one, its corpus's: a change to either is judged again."""
+        """The pack's files and, when it has one, its corpus's, and so of each directory it is built on (an
+        installed base changes only when it is installed again): a change to any is judged again."""
         fp = fingerprint(pack_dir, _cache=self._hashes)
-        corpus = corpus_dir_of(pack_dir) if fp != "missing" else None
-        if corpus is not None and corpus.is_dir():
-            fp = hashlib.sha256(f"{fp}\n{fingerprint(corpus, _cache=self._hashes)}".encode()).hexdigest()
-        return fp
+        if fp == "missing":
+            return fp
+        parts = [fp]
+        for where in [Path(pack_dir), *directory_bases(Path(pack_dir))]:
+            if where != Path(pack_dir):
+                parts.append(fingerprint(where, _cache=self._hashes))
+            corpus = corpus_dir_of(where)
+            if corpus.is_dir():
+                parts.append(fingerprint(corpus, _cache=self._hashes))
+        return parts[0] if len(parts) == 1 else hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
     def _load(self, pack_dir: Path, attempts: int = 3) -> tuple[Pack, str]:
         """Accept ``pack_dir`` as one consistent snapshot: ``(pack, fingerprint)``.

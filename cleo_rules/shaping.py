@@ -1,37 +1,78 @@
 """A follow-up's query, built from parts of the conversation.
 
-A follow-up is searched as one of the pack's templates over three parts:
+A follow-up is searched as one of the pack's templates over five parts:
 
 ``anchor``    the user's last substantive message (earlier nods, follow-ups,
-              corrections and skips are passed over);
+              corrections and skips are passed over): the subject;
+``topic``     in an information-seeking conversation (below), the name the
+              conversation keeps coming back to: the one named in the most
+              turns (at least two), when the anchor, the referent and the
+              message do not name it already. The conversation has then moved
+              on from its anchor: the topic stands for the subject, in the
+              anchor's place;
 ``referent``  what the follow-up points at, found in the conversation by the
               pack's referent rules (:mod:`cleo_rules.referents`): "the second
-              one" becomes the second option the assistant offered. When no rule
-              finds one, the referent is the leading ``reply_words`` words of the
-              assistant's last reply (what a nod or "tell me more" answers),
-              unless ``reply_words`` is 0;
-``message``   the message as typed.
+              one" becomes the second option the assistant offered. In an
+              information-seeking conversation it qualifies the subject; in a
+              task conversation (the assistant asks) it stands for it: the
+              user's request was for options, and the option found is what the
+              follow-up is about, so the anchor is left out. A
+              ``person`` referent ("he", "her") that is not the conversation's
+              topic gives way to the topic when there is one. When no rule
+              finds one and the conversation is not information-seeking, the
+              referent is the leading ``reply_words`` words of the assistant's
+              last reply (what a nod or "tell me more" answers), unless
+              ``reply_words`` is 0;
+``message``   the message as typed;
+``reply``     in an information-seeking conversation, the assistant's last
+              reply, at most ``reply_max_words`` words: what the follow-up
+              goes on from. Left out when the referent is an option chosen from
+              an offer ("the second one": the option carries the choice, the
+              others would pull the search towards them).
+
+A conversation is **information-seeking** when its first user turn (of the
+last ``anchor_lookback``) asks a question and no turn of the assistant's has
+asked one: the user asks, the assistant answers, and the answer's words are
+what the next question is about. When the assistant asks (which one, what
+time, shall I book it), the conversation is a task, and its replies are mostly
+about what the assistant offers, not what the user is after.
 
 Each template line whose parts are all empty is left out, so the default
-``"{anchor}\\n{referent}\\n{message}"`` over a history of plain strings (user
-messages only, hence no referent) is exactly ``"{anchor}\\n{message}"``. The
-pack setting ``referents: false`` leaves the referent out always. With nothing
-to combine (no anchor, no referent) the message is searched as typed. Every part
-is returned as a :class:`~cleo_rules.decision.Part` saying where it came from.
-:func:`as_follow_up` shapes any message so: what combining would have searched
-for a message the pack decided otherwise (a correction is never combined).
+template over a history of plain strings (user messages only, hence no topic,
+referent or reply) is exactly ``"{anchor}\\n{message}"``. The pack setting
+``referents: false`` leaves out the topic, the referent and the reply always.
+With nothing to combine (no anchor, no other part) the message is searched as
+typed. Every part is returned as a :class:`~cleo_rules.decision.Part` saying
+where it came from. :func:`template_for` says which template a decision's parts
+were rendered with (``combine_resolved`` when a referent rule found the
+referent, ``combine`` otherwise). :func:`as_follow_up` shapes any message so:
+what combining would have searched for a message the pack decided otherwise (a
+correction is never combined).
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import string
+from collections import Counter
 
 from .decision import Part
-from .history import ASSISTANT
+from .history import ASSISTANT, USER
 
-__all__ = ["as_follow_up", "render", "shape"]
+__all__ = ["QUERY_PARTS", "as_follow_up", "information_seeking", "render", "shape", "shape_correction",
+           "template_for"]
 
 NOTHING_TO_COMBINE = "no substantive message in history; searched as typed"
+#: The parts a query template may use, in the order the default template puts them.
+QUERY_PARTS = ("anchor", "topic", "referent", "message", "reply")
+#: Referent rules that choose among the options of an offer (the others point back at something named).
+CHOOSING = frozenset({"position", "least", "most", "other"})
+
+_QUESTION = re.compile(r"\?\s*$|^\W*(?:what|who|whom|whose|when|where|why|how|which|is|are|was|were|did|does|do|"
+                       r"has|have|had|compare|tell|explain|describe|list|summari[sz]e)\b", re.I)
+_PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|himself|herself)\b", re.I)
+_WORD = re.compile(r"\w+")
 
 
 def render(template: str, **parts: str) -> str:
@@ -42,62 +83,223 @@ def render(template: str, **parts: str) -> str:
         fields = [f for _, f, _, _ in formatter.parse(line) if f is not None]
         if fields and not any(parts.get(f) for f in fields):
             continue
-        lines.append(line.format(**parts))
+        lines.append(line.format_map(_Parts(parts)))
     return "\n".join(lines)
 
 
-def _reply_excerpt(history, words: int, max_chars: int):
+class _Parts(dict):
+    def __missing__(self, key):
+        return ""
+
+
+def template_for(settings, parts) -> str:
+    """The template a follow-up with ``parts`` is searched with: ``combine_resolved`` when a referent rule
+    found its referent, else ``combine``."""
+    resolved = any(p.name == "referent" and p.rule is not None for p in parts)
+    return settings.combine_resolved if resolved else settings.combine
+
+
+def information_seeking(history, settings) -> bool:
+    """Whether the conversation is one where the user asks and the assistant answers: among the last
+    ``anchor_lookback`` user turns, the first asks a question, and no turn of the assistant's asks one (each
+    read to ``max_scan_chars``)."""
+    lookback, cap = settings.anchor_lookback, settings.max_scan_chars
+    first = None
+    answered = False
+    seen = 0
+    for said in reversed(history):
+        text = said.content[:cap]
+        if said.role == ASSISTANT:
+            if "?" in text:
+                return False
+            answered = True
+        elif said.role == USER:
+            seen += 1
+            if seen > lookback:
+                break
+            first = text
+    return answered and first is not None and _QUESTION.search(first.strip()) is not None
+
+
+@functools.lru_cache(maxsize=8192)
+def _key(text: str, function_words: frozenset) -> str:
+    """``text`` in lower case without its function words: what two mentions of one name share."""
+    return " ".join(w for w in _WORD.findall(text.lower()) if w not in function_words)
+
+
+def _topic(finder, history, settings, named: str) -> Part | None:
+    """The name said in the most turns of the last ``anchor_lookback`` user turns and the replies between them
+    (at least two turns; the latest of equals), unless ``named`` (the other parts) names it already."""
+    function = finder.function_words
+    counts: Counter[str] = Counter()
+    found: dict[str, tuple] = {}
+    cap, seen = settings.max_scan_chars, 0
+    for said in reversed(history):
+        if said.role == USER:
+            seen += 1
+            if seen > settings.anchor_lookback:
+                break
+        keys = set()
+        for name in finder.names(said.content[:cap]):
+            key = _key(name.text, function)
+            if key and key not in keys:
+                keys.add(key)
+                counts[key] += 1
+                if key not in found or len(name.text) > len(found[key][0].text):
+                    found[key] = (name, said)
+    known = _key(named, function)
+    best = [k for k, n in counts.items() if n >= 2 and k not in known]
+    if not best:
+        return None
+    top = max(best, key=lambda k: counts[k])  # counts in newest-first order: the latest of equals
+    name, said = found[top]
+    return Part("topic", name.text, said.role, said.turn, said.index, (name.start, name.end), None)
+
+
+def _last_reply(history, words: int, max_chars: int, name: str = "reply"):
     """The leading ``words`` words of the assistant's last reply that says anything in its first ``max_chars``
-    characters (no reply is read further)."""
+    characters (no reply is read further), as the part ``name``."""
     for said in reversed(history):
         if said.role != ASSISTANT:
             continue
         text = said.content[:max_chars]
         if text and not text.isspace():
             kept = text.split()[:words]  # not empty: the text is not all white space
-            end = text.index(kept[-1], text.index(kept[0])) + len(kept[-1]) if len(kept) > 1 else \
-                text.index(kept[0]) + len(kept[0])
             start = text.index(kept[0])
-            return Part("referent", " ".join(kept), ASSISTANT, said.turn, said.index, (start, end), None)
+            end = start
+            for word in kept:
+                end = text.index(word, end) + len(word)
+            return Part(name, " ".join(kept), ASSISTANT, said.turn, said.index, (start, end), None)
     return None
 
 
-def shape(matcher, message: str, normalized: str, history, recorder=None, candidates=None):
+def _referent(matcher, message, normalized, history, recorder, candidates, seeking, given=None):
+    """``(referent part, chosen from an offer)``; ``given``, a :class:`~cleo_rules.choices.NamedChoice` with the
+    id of the rule that took it, is the option the message names."""
+    settings = matcher.settings
+    if given is not None:
+        choice, rule = given
+        return Part("referent", choice.text, choice.said.role, choice.said.turn, choice.said.index, choice.span,
+                    rule), True
+    found = matcher.referents.find(normalized, message, history, recorder, candidates=candidates)
+    if found is not None:
+        rule = next((r for r in matcher.referents.rules if r.id == found.rule), None)
+        part = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
+                    found.rule)
+        return part, rule is not None and rule.select in CHOOSING
+    if not seeking and settings.reply_words and "{referent}" in settings.combine:
+        return _last_reply(history, settings.reply_words, settings.max_scan_chars, "referent"), False
+    return None, False
+
+
+def shape(matcher, message: str, normalized: str, history, recorder=None, candidates=None, given=None):
     """``(query, parts, note)`` for a follow-up ``message`` given ``history`` (:class:`~cleo_rules.history.Said` items).
 
     ``candidates``, when given, are the indices of the referent rules the
     prefilter found the message can match; the others are not searched.
+    ``given`` is ``(NamedChoice, rule id)`` for a message that picks an
+    offered option by name (:mod:`cleo_rules.choices`): its referent.
     """
     settings = matcher.settings
-    template = settings.combine
-    found = referent = None
+    referent = topic = reply = None
+    chosen = seeking = False
     if settings.referents and any(s.role == ASSISTANT for s in history):
-        found = matcher.referents.find(normalized, message, history, recorder, candidates=candidates)
-        if found is not None:
-            template = settings.combine_resolved
-            referent = Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
-                            found.rule)
-        elif settings.reply_words and "{referent}" in template:
-            referent = _reply_excerpt(history, settings.reply_words, settings.max_scan_chars)
+        seeking = settings.reply_max_words > 0 and information_seeking(history, settings)
+        referent, chosen = _referent(matcher, message, normalized, history, recorder, candidates, seeking, given)
         if referent is not None and recorder is not None:
             recorder.referent(referent)
+    template = settings.combine_resolved if referent is not None and referent.rule else settings.combine
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     parts: list[Part] = []
-    if "anchor" in fields:
-        anchor = matcher.anchor(history)
-        if anchor is not None:
-            parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
-                              (0, len(anchor.content)), None))
+    stands_in = referent is not None and referent.rule is not None and not seeking
+    anchor = matcher.anchor(history) if "anchor" in fields and not stands_in else None
+    if anchor is not None:
+        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                          (0, len(anchor.content)), None))
+    if seeking and "topic" in fields:
+        named = " ".join([anchor.content[: settings.max_scan_chars] if anchor else "",
+                          referent.text if referent else "", normalized])
+        topic = _topic(matcher.referents, history, settings, named)
+        if topic is not None and referent is not None and referent.rule and _PERSON.search(normalized):
+            # "he", "her": a person the conversation is about, before the last name said
+            referent = Part("referent", topic.text, topic.source, topic.turn, topic.index, topic.span, referent.rule)
+            topic = None
+    if topic is not None:  # the conversation has moved on from the anchor to what it keeps naming
+        parts = [p for p in parts if p.name != "anchor"]
+        parts.append(topic)
     if referent is not None and "referent" in fields:
         parts.append(referent)
-    message_part = Part("message", message, "message")
-    if not parts:
-        return message, (message_part,), NOTHING_TO_COMBINE
-    parts.append(message_part)
-    texts = {p.name: p.text for p in parts}
-    query = render(template, anchor=texts.get("anchor", ""), referent=texts.get("referent", ""), message=message)
+    if seeking and not chosen and "reply" in fields:
+        reply = _last_reply(history, settings.reply_max_words, settings.max_scan_chars)
+    if not parts and reply is None:
+        return message, (Part("message", message, "message"),), NOTHING_TO_COMBINE
+    parts.append(Part("message", message, "message"))
+    if reply is not None:
+        parts.append(reply)
+    query = render(template, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
+
+
+def _names_any(text: str, names) -> bool:
+    low = text.lower()
+    return any(re.search(r"(?<!\w)" + re.escape(n.lower()) + r"(?!\w)", low) for n in names)
+
+
+def _brings_its_own(matcher, normalized: str, span) -> bool:
+    """Whether the correction says more than its rule matched: a word outside ``span`` the vocabulary does not cover."""
+    rest = normalized if span is None else normalized[: span[0]] + " " + normalized[span[1]:]
+    tokens = _WORD.findall(rest)
+    if not tokens:
+        return False
+    _, covered, _ = matcher.context.vocabulary.cover(tokens)
+    return not all(covered)
+
+
+def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):
+    """``(query, parts, note)`` for a correction: never combined with what it rejects.
+
+    With no offer among the assistant's recent turns (two or more options), a
+    correction is searched as typed. After an offer, what it rejects is every
+    option but its replacement: a correction that picks its replacement from
+    the offer ("not that one, the cheaper one") searches the subject (the
+    anchor) with the replacement; one that brings its own ("neither suits, try
+    Thursday instead": words beyond the correction's ``span``, in normalised
+    text, that the pack's vocabulary does not cover) searches the subject with
+    the message; one that does neither ("we tried that one already") is
+    searched as typed. A part that names a rejected option is left out, so the
+    query never holds one.
+    """
+    as_typed = (message, (Part("message", message, "message"),), None)
+    settings = matcher.settings
+    finder = matcher.referents
+    if not settings.referents or not any(s.role == ASSISTANT for s in history):
+        return as_typed
+    offer = finder.offer(history)
+    if offer is None:
+        return as_typed
+    said, options = offer
+    choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
+    found = finder.find(normalized, message, history, recorder, candidates=choosing) if choosing else None
+    if found is None and not _brings_its_own(matcher, normalized, span):
+        return as_typed
+    chosen = found.text if found is not None else None
+    rejected = [o.text for o in options if chosen is None or (o.text not in chosen and chosen not in o.text)]
+    parts: list[Part] = []
+    anchor = matcher.anchor(history)
+    if anchor is not None and not _names_any(anchor.content, rejected):
+        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                          (0, len(anchor.content)), None))
+    if found is not None:
+        parts.append(Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
+                          found.rule))
+    elif not _names_any(message, rejected):
+        parts.append(Part("message", message, "message"))
+    if not parts or (len(parts) == 1 and parts[0].name == "message"):
+        return as_typed if not _names_any(message, rejected) else (None, (), "a correction naming only what it rejects")
+    query = render(settings.combine_correction, **{p.name: p.text for p in parts})
+    order = {name: i for i, name in enumerate(QUERY_PARTS)}
+    return query, tuple(sorted(parts, key=lambda p: order[p.name])), None
 
 
 def as_follow_up(pack, message: str, history=()):

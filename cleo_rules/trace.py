@@ -20,6 +20,9 @@ A row's columns (:data:`COLUMNS`)::
     message       the user's message as typed
     kind, rule    the classifier's decision
     pack, pack_version, pack_hash
+    pack_bases    JSON list of {"name", "version", "hash"}: the packs the pack is built on
+                  (``extends:``), in the order they apply; NULL for a pack that extends nothing
+                  (and in rows an earlier version wrote: read back as [])
     query         the query searched; NULL when no search was made
     anchor        the earlier message combined into the query, if any
     parts         JSON list of the query's parts, in template order: {"name" (anchor,
@@ -78,6 +81,7 @@ COLUMNS = {
     "pack": str,
     "pack_version": str,
     "pack_hash": str,
+    "pack_bases": str,
     "query": str,
     "anchor": str,
     "parts": str,
@@ -206,8 +210,10 @@ class Tracer:
             return value[: limit - 1] + "\u2026"
         return value
 
-    def row(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int) -> dict:
-        """The row that :meth:`record` would write (no database access)."""
+    def row(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int,
+            bases: Sequence = ()) -> dict:
+        """The row that :meth:`record` would write (no database access). ``bases`` are the packs the pack that
+        made ``decision`` is built on (:attr:`Composition.bases <cleo_rules.pack.model.Composition.bases>`)."""
         cut: list[str] = []
         row = {
             "time": time,
@@ -217,6 +223,7 @@ class Tracer:
             "pack": decision.pack,
             "pack_version": decision.pack_version,
             "pack_hash": decision.pack_hash,
+            "pack_bases": json.dumps([b.record() for b in bases], ensure_ascii=False) if bases else None,
             "query": self._text(decision.query, cut, "query"),
             "anchor": self._text(decision.anchor, cut, "anchor"),
             "parts": json.dumps([dict(p.to_dict(), text=self._text(p.text, cut, f"{p.name} part"))
@@ -237,13 +244,14 @@ class Tracer:
                 row[name] = value.replace("\x00", "\ufffd")
         return row
 
-    def record(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int) -> int | None:
+    def record(self, *, time: str, decision, results: Sequence, timings: Mapping[str, float], k: int,
+               bases: Sequence = ()) -> int | None:
         """Insert the trace of one turn; return its id, or ``None`` if disabled or failed."""
         if not self.enabled:
             return None
         assert self.sink is not None
         try:
-            row = self.row(time=time, decision=decision, results=results, timings=timings, k=k)
+            row = self.row(time=time, decision=decision, results=results, timings=timings, k=k, bases=bases)
             return self.sink.write(row)
         except Exception as exc:  # a trace must never fail the turn
             self.failures += 1
@@ -252,7 +260,7 @@ class Tracer:
 
 
 def read_traces(source, *, since: str | None = None, searched_only: bool = False) -> Iterator[dict]:
-    """Yield trace rows oldest first, with ``results`` decoded from JSON.
+    """Yield trace rows oldest first, with ``results`` and ``pack_bases`` decoded from JSON.
 
     ``source`` is a memory or a :class:`TraceSink`.
     ``since`` is an ISO date or time (``2024-06-01`` or a full timestamp);

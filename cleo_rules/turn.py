@@ -172,7 +172,9 @@ class Recall:
         t3 = time.perf_counter()
         timings["context"] = t3 - t2
 
-        trace_id = self.tracer.record(time=started, decision=decision, results=results, timings=timings, k=self.k)
+        composition = getattr(self.pack, "composition", None)  # what the pack is built on, kept in the trace
+        trace_id = self.tracer.record(time=started, decision=decision, results=results, timings=timings, k=self.k,
+                                      bases=composition.bases if composition is not None else ())
         t4 = time.perf_counter()
         timings["trace"] = t4 - t3 if self.tracer.enabled else 0.0
         timings["total"] = t4 - t0

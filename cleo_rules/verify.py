@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import timed
-from .corpus.files import corpus_dir_of, default_corpus_dir
+from .corpus.files import corpus_dir_of, default_corpus_dir, display
 from .corpus.report import Report
 from .corpus.run import run_corpus
 from .errors import PackError, Problem
 from .pack.examples import find_example_problems
-from .pack.model import Pack
+from .pack.model import Base, Pack
 from .pack.sources import FoundPack
 
 if TYPE_CHECKING:
@@ -56,39 +56,31 @@ class Verdict:
     ``problems`` are the pack's own (examples, counterexamples and request
     forms that fail, placed at ``file:line:col``); ``corpus_report`` is the
     corpus run, or None when no corpus was run (none beside the pack, or
-    ``corpus=False``).
+    ``corpus=False``). ``base_reports``, of a pack built on others, holds for
+    each base the run of its corpus against the composed pack (None: the base
+    has no corpus beside it), with the cases of rules left out skipped.
     """
 
     problems: tuple[Problem, ...]
     corpus_report: Report | None = None
+    base_reports: tuple[tuple[Base, Report | None], ...] = ()
 
     @property
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems) and \
-            (self.corpus_report is None or self.corpus_report.ok)
+            (self.corpus_report is None or self.corpus_report.ok) and \
+            all(report is None or report.ok for _, report in self.base_reports)
 
     def errors(self, max_cases: int = MAX_CASES_REPORTED) -> list[Problem]:
         """Everything wrong, as placed problems with severity ``error``: the pack's own, then one per failing
-        corpus case (the first ``max_cases``, then a count), one per stale file, then the corpus's problems."""
+        corpus case (the first ``max_cases``, then a count), one per stale file, then the corpus's problems; then
+        the same of each base's corpus, each naming the base."""
         out = list(self.problems)
-        report = self.corpus_report
-        if report is not None and not report.ok:
-            failed = report.failed
-            for o in failed[:max_cases]:
-                case = o.case
-                out.append(Problem("E230", f"corpus case {case.id} {json.dumps(case.message, ensure_ascii=False)}: "
-                                           f"{o.expected()}, {o.got()}",
-                                   case.file, line=case.line, col=1 if case.file else 0,
-                                   rule=case.rule or o.culprit, rank=9,
-                                   help="fix the rule, or the case if the rule is right; "
-                                        "`cleo-rules corpus check` lists all"))
-            if len(failed) > max_cases:
-                out.append(Problem("E230", f"corpus case … and {len(failed) - max_cases} more: they fail too",
-                                   str(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
-            for stale in report.stale:
-                out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
-                                   help="run `cleo-rules corpus build` and review the diff"))
-            out += report.problems
+        if self.corpus_report is not None:
+            out += _report_errors(self.corpus_report, max_cases)
+        for base, report in self.base_reports:
+            if report is not None:
+                out += [dataclasses.replace(p, pack=p.pack or base.name) for p in _report_errors(report, max_cases)]
         return [p for p in out if p.severity == "error"]
 
     def corpus_view(self) -> Report | None:
@@ -100,24 +92,53 @@ class Verdict:
         return dataclasses.replace(report, problems=list(self.problems) + list(report.problems))
 
 
+def _report_errors(report: Report, max_cases: int) -> list[Problem]:
+    """A corpus run's failing cases (the first ``max_cases``, then a count), stale files and problems, placed."""
+    if report.ok:
+        return []
+    out = []
+    failed = report.failed
+    for o in failed[:max_cases]:
+        case = o.case
+        out.append(Problem("E230", f"corpus case {case.id} {json.dumps(case.message, ensure_ascii=False)}: "
+                                   f"{o.expected()}, {o.got()}",
+                           case.file, line=case.line, col=1 if case.file else 0,
+                           rule=case.rule or o.culprit, rank=9,
+                           help="fix the rule, or the case if the rule is right; "
+                                "`cleo-rules corpus check` lists all"))
+    if len(failed) > max_cases:
+        out.append(Problem("E230", f"corpus case … and {len(failed) - max_cases} more: they fail too",
+                           display(report.corpus_dir), rank=10, help="`cleo-rules corpus check` lists every one"))
+    for stale in report.stale:
+        out.append(Problem("E231", f"the corpus is stale: {stale.reason}", stale.file, rank=11,
+                           help="run `cleo-rules corpus build` and review the diff"))
+    return out + list(report.problems)
+
+
 def verify(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
     """Judge ``pack``: its own examples, and the corpus in ``corpus_dir``.
 
     Without ``corpus_dir`` the corpus is ``corpus/`` beside the pack
     directory, run when it exists (a pack without one is judged by its
     examples alone); a ``corpus_dir`` given is always run (a missing one is a
-    problem, E203). ``corpus=False`` judges the examples only. A search that
+    problem, E203). ``corpus=False`` judges the examples only. Of a pack built
+    on others, the corpus beside each base runs too, against the composed
+    pack (:func:`cleo_rules.corpus.run.run_corpus` with ``base=``). A search that
     runs out of time counts only when it does so reproducibly
     (:func:`cleo_rules.timed.patient`), never because the process was busy.
     """
     with timed.patient():  # a search that ran out of time only because the process was busy is no verdict
         problems = tuple(find_example_problems(pack))
         report = None
+        bases: list[tuple[Base, Report | None]] = []
         if corpus:
             where = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
             if corpus_dir is not None or where.is_dir():
                 report = run_corpus(pack, where)
-    return Verdict(problems, report)
+            for base in pack.composition.bases:
+                beside = corpus_dir_of(base.path)
+                bases.append((base, run_corpus(pack, beside, base=base) if beside.is_dir() else None))
+    return Verdict(problems, report, tuple(bases))
 
 
 #: ``corpus`` in :meth:`PackCheck.to_dict` when the corpus was not asked for (``check --no-corpus``)
@@ -187,7 +208,26 @@ class PackCheck:
             doc["corpus"] = verdict.corpus_report.to_dict()
         elif self.skipped or not self.corpus:
             doc["corpus"] = {"skipped": self.skipped or NOT_ASKED}
+        if pack.composition:
+            doc["composition"] = self.composition_dict()
         return doc
+
+    def composition_dict(self) -> dict:
+        """What the pack is built on, for JSON: each base (name, version, hash) with the run of its corpus (or why
+        none ran), and the rules left out, each with the pack that left it out and the pack it was of."""
+        assert self.pack is not None
+        doc = self.pack.composition.to_dict()
+        runs = dict((id(base), report) for base, report in self.verdict.base_reports) if self.verdict else {}
+        for entry, base in zip(doc["bases"], self.pack.composition.bases):
+            report = runs.get(id(base))
+            entry["corpus"] = report.to_dict() if report is not None else {"skipped": self.base_skipped(base)}
+        return doc
+
+    def base_skipped(self, base) -> str:
+        """Why a base's corpus did not run."""
+        if not self.corpus:
+            return NOT_ASKED
+        return f"no corpus at {corpus_dir_of(base.path)} beside {base.name}"
 
     def corpus_view(self) -> Report | None:
         """:meth:`Verdict.corpus_view`: the corpus report with the pack's own problems first."""
@@ -199,12 +239,16 @@ class PackCheck:
         view = self.corpus_view()
         if view is None:
             return self.to_dict()
-        return {**view.to_dict(), "pack": self.record()}
+        doc = {**view.to_dict(), "pack": self.record()}
+        if self.pack is not None and self.pack.composition:
+            doc["composition"] = self.composition_dict()
+        return doc
 
     def findings(self, command: str = "check") -> CheckResult:
         """The findings of ``command`` (``"check"`` or ``"corpus check"``), for SARIF, JUnit and GitHub, with the
         pack's outline (:func:`~cleo_rules.findings.outline`): the same files and rules whether it compiles or not."""
-        from .findings import CheckResult, from_problem, from_report, outline, outline_of
+        from .corpus.files import open_cases
+        from .findings import CheckResult, from_problem, from_report, open_refs, outline, outline_of
 
         record = self.record()
         has_corpus = self.corpus_dir is not None
@@ -214,24 +258,33 @@ class PackCheck:
             summary = (f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"
                        if command == "check" else f"cleo-rules {command}: the pack does not compile")
             files, refs = outline(self.found.path)
+            opened = open_refs(open_cases(self.corpus_dir)) if self.corpus_dir is not None else []
             return CheckResult(command, record, refs, [from_problem(p) for p in problems], summary=summary,
-                               files=files, judged=False, corpus=has_corpus)
+                               files=files, judged=False, corpus=has_corpus, open=opened)
         files, refs = outline_of(self.pack)
         if command != "check":  # the corpus's view: the pack's own problems are among the corpus's
             view = self.corpus_view()
             assert view is not None
-            return CheckResult(command, record, refs, from_report(view, refs), corpus_ran=True,
-                               summary=f"cleo-rules {command}: {view.summary_line()}", files=files, corpus=True)
+            found = from_report(view, refs)
+            for _, base_report in self.verdict.base_reports:
+                if base_report is not None:
+                    found += from_report(base_report, refs)
+            return CheckResult(command, record, refs, found, corpus_ran=True,
+                               summary=f"cleo-rules {command}: {view.summary_line()}", files=files, corpus=True,
+                               open=open_refs(view.open))
         report = self.verdict.corpus_report
         found = [from_problem(p) for p in self.verdict.problems]
         if report is not None:
             found += from_report(report, refs)
+        for _, base_report in self.verdict.base_reports:
+            if base_report is not None:
+                found += from_report(base_report, refs)
         errors = sum(1 for f in found if f.severity == "error")
         summary = (f"cleo-rules check: {self.pack.name} {self.pack.version}: "
                    + ("ok" if self.verdict.ok else f"{errors} findings")
                    + (f"; corpus {report.summary_line()}" if report is not None else ""))
         return CheckResult(command, record, refs, found, corpus_ran=report is not None, summary=summary,
-                           files=files, corpus=report is not None)
+                           files=files, corpus=report is not None, open=open_refs(report.open) if report else [])
 
 
 def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: bool = False,

@@ -240,7 +240,7 @@ def case_ids(text: str) -> list[tuple[str, str]]:
 def team(tmp_path, monkeypatch):
     from cleo_rules.starter import init_pack
 
-    init_pack(tmp_path / "team")
+    init_pack(tmp_path / "team", standalone=True)
     monkeypatch.chdir(tmp_path / "team")
     return tmp_path / "team"
 

@@ -1,6 +1,6 @@
 """docs/ci.md's jobs run as written: the GitHub Actions workflow and the GitLab CI file are read as YAML, and
-every `run:` and `script:` step runs, in order, in a team pack started with `cleo-rules init team`, with the
-installed command on PATH.
+every `run:` and `script:` step runs, in order, in a team pack started with `cleo-rules init --standalone team`,
+with the installed command on PATH.
 
 Steps that need GitHub itself are `uses:` actions (checkout, setup-python, upload-sarif, upload-artifact), not
 `run:` steps; what they are given is checked against what the steps write. The install step runs with
@@ -59,7 +59,8 @@ def option(commands: list[str], name: str) -> str:
 
 @pytest.fixture
 def team(tmp_path):
-    subprocess.run([str(BIN / "cleo-rules"), "init", "team"], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run([str(BIN / "cleo-rules"), "init", "--standalone", "team"], cwd=tmp_path, check=True,
+                   capture_output=True)
     return tmp_path / "team"
 
 

@@ -152,7 +152,7 @@ def installed_team(tmp_path, monkeypatch):
     """A team pack installed with pip (in a site-packages directory), one of its rules broken."""
     from cleo_rules.starter import init_pack
 
-    init_pack(tmp_path / "work" / "team")
+    init_pack(tmp_path / "work" / "team", standalone=True)
     home = tmp_path / "lib" / "python3.11" / "site-packages" / "team_pack"
     home.mkdir(parents=True)
     shutil.move(tmp_path / "work" / "team" / "rules", home / "rules")
@@ -185,7 +185,7 @@ def test_a_pack_outside_any_install_is_shown_by_its_path(tmp_path, capsys, monke
 
     from cleo_rules.starter import init_pack
 
-    init_pack(tmp_path / "team")
+    init_pack(tmp_path / "team", standalone=True)
     monkeypatch.chdir(tmp_path / "team")
     code, out, _ = run(capsys, "classify", "Tell me more about that one")
     assert code == 0 and out.splitlines()[-1].endswith(" at rules (./rules)")

@@ -82,7 +82,7 @@ def test_classify_needs_a_message_or_jsonl():
 
 
 def test_explain_marks_the_rule_that_decided():
-    result = run("explain", "Not that one, the other one.", "-H", "Which van insurer?")
+    result = run("explain", "Not that one, the other one.", "-H", "Which van insurer?", "--all")
     assert result.exit_code == 0
     decided = [line for line in result.output.splitlines() if line.startswith("=>")]
     assert decided == ["=> correction correction.no-not-that-one           fired  on 'Not that one,' [0:13]"]
@@ -91,7 +91,7 @@ def test_explain_marks_the_rule_that_decided():
 
 def test_explain_gives_spans_in_the_users_own_text():
     message = "   \uff2e\uff4f\uff54 that one, the other one."   # full-width letters after three spaces
-    result = run("explain", message)
+    result = run("explain", message, "--all")
     assert result.exit_code == 0
     decided = [line for line in result.output.splitlines() if line.startswith("=>")]
     assert decided == ["=> correction correction.no-not-that-one           fired  on '\uff2e\uff4f\uff54 that one,' [3:16]"]
@@ -136,6 +136,7 @@ def test_classify_takes_the_assistants_reply_and_shows_where_the_referent_came_f
                  "-H", "assistant: Hadley quotes 2,140 a year and Cresswell 1,865.")
     assert result.exit_code == 0
     assert "referent: Cresswell  (from assistant turn 1, 31..40, by referent.position)" in result.output
-    assert "query:   Cresswell\n         Yes, go with the second one." in result.output
+    assert ("query:   Compare the two van insurance quotes\n         Cresswell\n         Yes, go with the second one."
+            in result.output)
     as_user = run("classify", "Yes, go with the second one.", "-H", "user: assistant: says hello")
     assert "anchor:  assistant: says hello" in as_user.output

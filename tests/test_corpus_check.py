@@ -411,3 +411,25 @@ def test_corpus_build_never_writes_into_the_package(capsys):
     err = capsys.readouterr().err
     assert "corpus build never writes into the installed package; give --out DIR" in err
     assert not (package_dir() / "_data").exists()
+
+
+@pytest.mark.parametrize("setting, template", [
+    ("combine", "{message}\n{anchor}\n{referent}\n{reply}\n{topic}"),
+    ("combine_resolved", "{message}\n{referent}"),
+    ("combine_resolved", "{referent} {anchor} {message}"),
+])
+def test_the_corpus_judges_each_follow_up_by_the_template_it_used(pack_copy, setting, template):
+    """Every documented query template may be changed: the corpus, judged by the template each decision used
+    over its own parts, still passes, but for a hand-written case that writes out its query (a judge that rendered
+    ``combine`` for every follow-up failed hundreds of generated ones)."""
+    manifest = pack_copy / "pack.yaml"
+    text = manifest.read_text(encoding="utf-8")
+    line = next(l for l in text.splitlines() if l.lstrip().startswith(f"{setting}:"))
+    manifest.write_text(text.replace(line, f"  {setting}: {json.dumps(template)}"), encoding="utf-8")
+    pack = load_pack(pack_copy)
+    assert getattr(pack.settings, setting) == template
+    report = run_corpus(pack)
+    failed = [o for o in report.outcomes if o.reasons]
+    # only a hand-written case that spells out its expected query may fail: it names the old template's result
+    assert all(not o.case.generated and o.case.query is not None for o in failed), report.format()[:3000]
+    assert report.generated > 4000 and not report.problems and not report.stale

@@ -140,11 +140,12 @@ def test_role_tagged_queries_are_checked_against_their_parts(pack):
     case = Case(id="t/7", message="Yes, go with the second one.", expect="follow_up", history=turns(*QUOTES))
     out = ev.run(case)
     assert out.ok, out.reasons
-    assert out.query == "Cresswell\nYes, go with the second one."  # combine_resolved: the referent stands in
+    # an information-seeking conversation ("Compare ..."): the referent qualifies the subject
+    assert out.query == "Compare the two van insurance quotes\nCresswell\nYes, go with the second one."
     wrong = Case(id="t/8", message="Yes, go with the second one.", expect="follow_up", history=turns(*QUOTES),
                  anchor="Which van insurer?")
-    assert ev.run(wrong).reasons[0].startswith('query combined with null, '  # a resolved follow-up has no anchor
-                                               'expected "Which van insurer?"')
+    assert ev.run(wrong).reasons[0] == ('query combined with "Compare the two van insurance quotes", '
+                                        'expected "Which van insurer?"')
 
 
 def test_referent_rules_are_tallied_both_ways(pack):

@@ -171,7 +171,7 @@ def test_explain_works_and_warns(failing):
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith("Warning: 1 of the pack's own examples fails (`cleo-rules check` refuses the pack")
     assert "corrections.yaml:6:" in result.stderr and "correction.already-tried: example 'Sure, that works.'" in result.stderr
-    assert "=> vocabulary vocab.nod" in result.stdout
+    assert "\nkind:    follow_up\nrule:    vocab.nod  (" in result.stdout
 
 
 def test_explain_json_lists_the_failing_examples(failing):

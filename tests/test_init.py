@@ -1,4 +1,5 @@
-"""`cleo-rules init` starts a team pack that `check` passes; `cleo-rules schemas` exports the schemas."""
+"""`cleo-rules init` starts a team pack that `check` passes: by default one built on cleo-en, with --standalone one of
+its own; `cleo-rules schemas` exports the schemas."""
 
 from __future__ import annotations
 
@@ -24,10 +25,61 @@ def run(*args):
 
 @pytest.fixture
 def team(tmp_path, monkeypatch):
+    """The standalone starter: a pack of its own."""
     monkeypatch.chdir(tmp_path)
-    result = run("init", "team")
+    result = run("init", "--standalone", "team")
     assert result.exit_code == 0, result.output
     return tmp_path / "team"
+
+
+@pytest.fixture
+def extending(tmp_path, monkeypatch):
+    """What `init` writes by default: a pack built on cleo-en."""
+    monkeypatch.chdir(tmp_path)
+    result = run("init", "acme")
+    assert result.exit_code == 0, result.output
+    assert "built " not in result.output  # nothing of its own to generate yet
+    return tmp_path / "acme"
+
+
+def test_init_extends_cleo_en_by_default_with_an_empty_rule_file_and_corpus(extending):
+    assert sorted(p.name for p in (extending / "rules").iterdir()) == ["corrections.yaml", "pack.yaml"]
+    assert sorted(p.name for p in (extending / "corpus").iterdir()) == ["regressions.yaml"]
+    pack = compile_pack(extending / "rules")  # its examples are judged too
+    (base,) = pack.composition.bases
+    assert (pack.name, base.name, base.spec, base.origin) == ("acme", "cleo-en", "cleo-en", "bundled")
+    assert not pack.composition.disabled and not pack.composition.replaced
+    assert [r for r in pack.rules if pack.owns(r)] == []
+    assert len(pack.rules) == len(compile_pack().rules)  # every cleo-en rule applies
+    bundled = compile_pack()
+    assert re.search(rf'(?m)^    version: "\^{bundled.version.split(".")[0]}\.{bundled.version.split(".")[1]}"',
+                     (extending / "rules" / "pack.yaml").read_text())
+
+
+def test_the_extending_pack_checks_with_its_own_corpus_and_cleo_en_s(extending, monkeypatch):
+    monkeypatch.chdir(extending)
+    result = run("check")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("pack: acme 0.1.0 (") and " at rules (./rules), on cleo-en " in lines[0]
+    assert lines[1].startswith("built on: cleo-en ")
+    assert any(line.startswith("corpus ok: 0 cases") for line in lines)
+    assert any(line.startswith("corpus of cleo-en ok: ") and " skipped" not in line for line in lines)
+
+
+def test_a_correction_added_to_the_extending_pack_checks_once_its_corpus_is_built(extending, monkeypatch):
+    """The commented example in the team's file is a rule that works: uncommented, built, it checks."""
+    monkeypatch.chdir(extending)
+    path = Path("rules/corrections.yaml")
+    text = path.read_text()
+    example = [line[4:] for line in text.splitlines() if line.startswith("#   ")]
+    assert example[0] == "- id: correction.out-of-stock"
+    path.write_text(text.replace("rules: []", "rules:\n" + "\n".join("  " + line for line in example)))
+    assert run("corpus", "build").exit_code == 0
+    result = run("check")
+    assert result.exit_code == 0, result.output
+    assert "1 rules, all covered both ways" in result.output
+    assert compile_pack("rules").classify("That one is out of stock.").rule == "correction.out-of-stock"
 
 
 def test_init_writes_a_pack_corpus_and_schemas(team):
@@ -59,9 +111,11 @@ def test_check_passes_straight_away_from_inside(team, monkeypatch):
     assert lines[2].startswith("corpus ok: ") and "3 rules, all covered both ways; corpus up to date" in lines[2]
 
 
-def test_schema_lines_resolve_inside_the_repository(team):
+@pytest.mark.parametrize("which, count", [("team", 10), ("extending", 3)])
+def test_schema_lines_resolve_inside_the_repository(which, count, request):
+    team = request.getfixturevalue(which)
     files = list((team / "rules").glob("*.yaml")) + list((team / "corpus").rglob("*.yaml"))
-    assert len(files) == 10
+    assert len(files) == count
     for path in files:
         text = path.read_text(encoding="utf-8")
         m = SCHEMA_LINE.search(text)
@@ -75,7 +129,9 @@ def test_schema_lines_resolve_inside_the_repository(team):
         assert target.name == f"{name}.schema.json"
 
 
-def test_no_file_names_a_machine_path(team, tmp_path):
+@pytest.mark.parametrize("which", ["team", "extending"])
+def test_no_file_names_a_machine_path(which, tmp_path, request):
+    team = request.getfixturevalue(which)
     for path in team.rglob("*.yaml"):
         text = path.read_text(encoding="utf-8")
         assert str(tmp_path) not in text and "site-packages" not in text and "file://" not in text, path

@@ -103,7 +103,7 @@ def test_decision_is_frozen_and_carries_the_pack_identity(pack):
 
 
 def test_custom_combine_template(pack_copy):
-    pack_copy.replace("pack.yaml", 'combine: "{anchor}\\n{referent}\\n{message}"', 'combine: "{anchor} -- {message}"')
+    pack_copy.replace("pack.yaml", 'combine: "{anchor}\\n{topic}\\n{referent}\\n{message}\\n{reply}"', 'combine: "{anchor} -- {message}"')
     pack = load_pack(pack_copy.dir)
     assert pack.classify("Tell me more.", [ANCHOR]).query == f"{ANCHOR} -- Tell me more."
 

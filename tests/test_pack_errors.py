@@ -245,7 +245,7 @@ def test_cli_check_missing_pack(tmp_path):
 def test_bundled_pack_is_valid():
     pack = load_pack()
     assert pack.name == "cleo-en" and len(pack.corrections) >= 9
-    assert textwrap.dedent(pack.settings.combine) == "{anchor}\n{referent}\n{message}"
+    assert textwrap.dedent(pack.settings.combine) == "{anchor}\n{topic}\n{referent}\n{message}\n{reply}"
 
 
 def test_absolute_file_name_in_manifest(tmp_path):

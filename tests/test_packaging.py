@@ -213,6 +213,11 @@ def test_installed_init_and_check(installed):
     _, work, run, _ = installed
     run("init", "team", check_rc=0)
     result = run("check", cwd=work / "team", check_rc=0)
+    first = result.stdout.splitlines()[0]
+    assert " at rules (./rules), on cleo-en " in first  # built on the installed bundled pack
+    assert "corpus of cleo-en ok: " in result.stdout and "site-packages" not in result.stdout
+    run("init", "--standalone", "alone", check_rc=0)
+    result = run("check", cwd=work / "alone", check_rc=0)
     assert result.stdout.splitlines()[0].endswith(" at rules (./rules)")
 
 
@@ -222,7 +227,9 @@ def test_wheel_ships_the_playground(dist):
         names = set(zf.namelist())
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for name in ("cleo_rules/serve/static/index.html", "cleo_rules/serve/static/playground.js",
-                 "cleo_rules/serve/static/playground.css", "cleo_rules/integrations/langchain.py",
+                 "cleo_rules/serve/static/editor.js", "cleo_rules/serve/static/playground.css", "cleo_rules/serve/static/api/index.html",
+                 "cleo_rules/serve/static/api/api.js", "cleo_rules/serve/static/api/api.css",
+                 "cleo_rules/integrations/langchain.py",
                  "cleo_rules/integrations/llama_index.py"):
         assert name in names, name
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
@@ -230,6 +237,17 @@ def test_wheel_ships_the_playground(dist):
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert any(r.startswith("langchain-core>=1.0") and "langchain" in r.split(";")[1] for r in requires)
     assert any(r.startswith("llama-index-core>=0.14") and "llama-index" in r.split(";")[1] for r in requires)
+
+
+def test_installed_playground_refuses_to_edit_the_installed_pack(installed):
+    """`cleo-rules playground --writable-pack` on the bundled pack of an installed wheel: refused at start (E240)."""
+    target, _, run, _ = installed
+    rules = target / "cleo_rules" / "_data" / "rules"
+    before = {p: p.read_bytes() for p in rules.rglob("*") if p.is_file()}
+    result = run("playground", "--writable-pack", "--port", "0", check_rc=2)
+    assert "only a team's own pack can be edited, never a bundled or installed one" in result.stderr
+    assert "playground: http" not in result.stdout
+    assert {p: p.read_bytes() for p in rules.rglob("*") if p.is_file()} == before
 
 
 def test_installed_playground_refuses_to_write_into_the_package(installed):

@@ -188,7 +188,7 @@ def test_the_page_shows_the_library_decision_on_each_of_six_turns(chrome, site):
     assert text(turns[3].find_element(By.CSS_SELECTOR, ".no-search")) == "No search was made for this turn."
     # the query's parts are marked where they came from: turn 2's referent is the option the assistant named
     referent = turns[1].find_element(By.CSS_SELECTOR, "pre.query .part-referent")
-    assert text(referent) == "Zego" and referent.get_attribute("title") == "referent: assistant turn 1, 34..38"
+    assert text(referent) == "Zego Van" and referent.get_attribute("title") == "referent: assistant turn 1, 34..42"
     assert [text(li.find_element(By.CSS_SELECTOR, ".who"))
             for li in chrome.find_elements(By.CSS_SELECTOR, "#turns li.turn-assistant")] == [
         "Assistant turn 1", "Assistant turn 2", "Assistant turn 3"]
@@ -419,3 +419,168 @@ def test_with_memory_each_turn_shows_what_the_shaped_query_and_the_raw_message_r
     finally:
         chrome.get("about:blank")
         svc.stop()
+
+
+# -- editing the pack's own files (--writable-pack, issue 24) ----------------------------------------------------------
+
+#: a question, then a reply the starter pack of `cleo-rules init` does not take as a follow-up ("bring" is not
+#: among its pattern's verbs) until the designer adds it
+TEAM_CONVERSATION = ["Which flour supplier do we use for the Leeds shop?", "Could you bring me more?"]
+FOLLOW_UPS = "rules/follow_ups.yaml"
+
+
+@pytest.fixture
+def editable(tmp_path, guard, chrome):
+    from cleo_rules.starter import init_pack
+
+    init_pack(tmp_path / "team", standalone=True)
+    team = tmp_path / "team"
+    svc = Service("--pack", "rules", "--writable-pack", "--watch-interval", "0.1", command="playground",
+                  log_path=tmp_path / "playground.log", cwd=team)
+    svc.wait_ready(90)
+    try:
+        yield {"svc": svc, "team": team}
+    finally:
+        try:
+            leave(chrome)
+        finally:
+            svc.stop()
+
+
+def edit_state(driver) -> str:
+    return driver.execute_script("return document.body.dataset.editState || ''")
+
+
+def open_file(driver, name: str, text_: str) -> None:
+    Select(driver.find_element(By.ID, "rule-file")).select_by_value(name)
+    wait(driver, lambda d: d.execute_script("return document.getElementById('rule-text').value") == text_)
+
+
+def type_in_rules(driver, after: str, keys: str, *, replace: int = 0) -> None:
+    """Put the caret after the first ``after`` in the rule file (selecting the ``replace`` characters that follow),
+    then type ``keys`` as a person would."""
+    found = driver.execute_script("""
+        const area = document.getElementById('rule-text');
+        const at = area.value.indexOf(arguments[0]);
+        if (at < 0) return -1;
+        area.focus();
+        area.setSelectionRange(at + arguments[0].length, at + arguments[0].length + arguments[1]);
+        return at;""", after, replace)
+    assert found >= 0, f"{after!r} is not in the file shown"
+    ActionChains(driver).send_keys(keys).perform()
+
+
+def test_an_edit_that_checks_is_written_and_the_turns_run_again(chrome, editable):
+    svc, team = editable["svc"], editable["team"]
+    path = team / FOLLOW_UPS
+    open_page(chrome, svc.url)
+    assert not chrome.find_element(By.ID, "rules").get_attribute("hidden")
+    enter(chrome, "\n".join(f"User: {m}" for m in TEAM_CONVERSATION))
+    assert_matches_library(chrome, load_pack(team / "rules"), TEAM_CONVERSATION)
+    assert user_turns(chrome)[1].get_attribute("data-rule") == ""
+    open_file(chrome, FOLLOW_UPS, path.read_text(encoding="utf-8"))
+    assert [o.get_attribute("value") for o in Select(chrome.find_element(By.ID, "rule-file")).options] == [
+        "rules/pack.yaml", "rules/vocabulary.yaml", "rules/corrections.yaml", FOLLOW_UPS, "rules/slots.yaml",
+        "corpus/regressions.yaml"]
+
+    before = runs(chrome)
+    type_in_rules(chrome, "(?:tell|show|give", "|bring")
+    wait(chrome, lambda d: edit_state(d) == "written" and runs(d) > before)
+    shown = chrome.execute_script("return document.getElementById('rule-text').value")
+    assert path.read_text(encoding="utf-8") == shown and "(?:tell|show|give|bring)" in shown
+    edited = load_pack(team / "rules")
+    assert chrome.execute_script("return document.body.dataset.hash") == edited.content_hash
+    assert_matches_library(chrome, edited, TEAM_CONVERSATION)
+    turn = user_turns(chrome)[1]
+    assert turn.get_attribute("data-rule") == "follow_up.tell-me-more" and "rule" in turn.get_attribute("data-changed")
+    assert text(chrome.find_element(By.ID, "edit-status")).startswith(f"Written: {FOLLOW_UPS}. team 0.1.0 "
+                                                                     f"({edited.content_hash}) serves it")
+    assert chrome.find_element(By.ID, "edit-problems").get_attribute("hidden") is not None
+    # the rule's own button opens it in the editor, its line selected
+    turn.find_element(By.CSS_SELECTOR, "button.edit-rule").click()
+    rule = edited.rule("follow_up.tell-me-more")
+    start = chrome.execute_script("return document.getElementById('rule-text').selectionStart")
+    assert shown[:start].count("\n") + 1 == rule.line
+    for size, (width, _) in browser.SIZES.items():  # the editor fits the page at both sizes
+        browser.resize(chrome, size)
+        wait(chrome, lambda d: d.execute_script("return window.innerWidth") == width)
+        overflow = chrome.execute_script("const e = document.documentElement; return [e.scrollWidth, e.clientWidth];")
+        assert overflow[0] <= overflow[1], (size, overflow)
+    browser.resize(chrome, "wide")
+    chrome.find_element(By.ID, "rules").location_once_scrolled_into_view
+    browser.screenshot(chrome, "playground-editing-1280x800")
+
+
+def test_an_edit_that_does_not_check_shows_its_errors_beside_the_file_and_writes_nothing(chrome, editable):
+    svc, team = editable["svc"], editable["team"]
+    path = team / FOLLOW_UPS
+    before_bytes = path.read_bytes()
+    original = before_bytes.decode("utf-8")
+    open_page(chrome, svc.url)
+    enter(chrome, "\n".join(f"User: {m}" for m in TEAM_CONVERSATION))
+    open_file(chrome, FOLLOW_UPS, original)
+    turns_before = [shown(li) for li in user_turns(chrome)]
+    ran = runs(chrome)
+
+    type_in_rules(chrome, "max_content_words: ", "lots", replace=1)
+    wait(chrome, lambda d: edit_state(d) == "rejected")
+    assert path.read_bytes() == before_bytes  # nothing written
+    bad = original.replace("max_content_words: 3", "max_content_words: lots", 1)
+    assert chrome.execute_script("return document.getElementById('rule-text').value") == bad
+    # the very problems the service gives for this text, shown beside the file
+    judged = httpx.put(svc.url + "/v1/pack/file", params={"file": FOLLOW_UPS}, content=bad.encode(),
+                       headers={"Content-Type": "text/plain; charset=utf-8"}).json()
+    assert judged["written"] is False and path.read_bytes() == before_bytes
+    box = chrome.find_element(By.ID, "edit-problems")
+    assert box.is_displayed()
+    assert text(chrome.find_element(By.ID, "edit-problems-title")) == \
+        "Not written: the pack does not check with this edit (1 error)"
+    items = [text(li) for li in box.find_elements(By.CSS_SELECTOR, "#edit-problem-list li")]
+    want = [f"{p['file']}:{p['line']}:{p['col']} {p['severity']}[{p['code']}] {p['rule']} {p['message']}"
+            f"help: {p['help']}" for p in judged["problems"]]
+    assert items == want and items[0].startswith(f"{FOLLOW_UPS}:") and "error[E123] follow_up.tell-me-more" in items[0]
+    area = chrome.find_element(By.ID, "rule-text")
+    assert area.get_attribute("aria-invalid") == "true"
+    assert text(chrome.find_element(By.ID, "edit-status")) == f"Not written: {FOLLOW_UPS} on disk is unchanged."
+    # the turns were not run again: the pack serving is the one on disk
+    assert runs(chrome) == ran and [shown(li) for li in user_turns(chrome)] == turns_before
+    # the problem's location selects its line
+    first = judged["problems"][0]
+    box.find_element(By.CSS_SELECTOR, "button.goto").click()
+    start = chrome.execute_script("return document.getElementById('rule-text').selectionStart")
+    assert bad[:start].count("\n") + 1 == first["line"] and start - (bad.rfind("\n", 0, start) + 1) == first["col"] - 1
+    browser.screenshot(chrome, "playground-edit-refused-1280x800")
+
+    # put back as it was: the pack checks, the text is the file's own, nothing to write and nothing listed
+    type_in_rules(chrome, "max_content_words: ", "3", replace=4)
+    wait(chrome, lambda d: edit_state(d) == "unchanged")
+    assert not box.is_displayed() and area.get_attribute("aria-invalid") == "false"
+    assert path.read_bytes() == before_bytes and runs(chrome) == ran
+
+
+def test_a_limit_edit_offers_to_build_the_generated_corpus_with_it(chrome, editable):
+    svc, team = editable["svc"], editable["team"]
+    manifest = team / "rules" / "pack.yaml"
+    original = manifest.read_text(encoding="utf-8")
+    generated = {p: p.read_bytes() for p in (team / "corpus" / "generated").iterdir()}
+    open_page(chrome, svc.url)
+    enter(chrome, "User: Thank you")
+    assert user_turns(chrome)[0].get_attribute("data-kind") == "skip"
+    open_file(chrome, "rules/pack.yaml", original)
+    type_in_rules(chrome, "min_chars: ", "9 ", replace=2)
+    wait(chrome, lambda d: edit_state(d) == "rejected")
+    assert manifest.read_text(encoding="utf-8") == original
+    items = [text(li) for li in chrome.find_elements(By.CSS_SELECTOR, "#edit-problem-list li")]
+    assert items and all("[E231]" in item and "the corpus is stale" in item for item in items)
+    offer = chrome.find_element(By.ID, "edit-rebuild")
+    assert offer.is_displayed()
+    before = runs(chrome)
+    offer.click()
+    wait(chrome, lambda d: edit_state(d) == "written" and runs(d) > before)
+    assert manifest.read_text(encoding="utf-8") == original.replace("min_chars: 10 ", "min_chars: 9  ")
+    rebuilt = {p for p, raw in generated.items() if p.read_bytes() != raw}
+    status = text(chrome.find_element(By.ID, "edit-status"))
+    assert rebuilt and all(f"corpus/generated/{p.name}" in status for p in rebuilt)
+    assert not chrome.find_element(By.ID, "edit-problems").is_displayed()
+    assert user_turns(chrome)[0].get_attribute("data-kind") == load_pack(team / "rules").classify("Thank you").kind \
+        != "skip"

@@ -253,24 +253,25 @@ def test_a_new_store_is_at_the_latest_schema_version(pg, pg_tenant):
 def test_an_older_schema_is_upgraded_when_opened_for_writing_and_refused_read_only(pg, pg_tenant, monkeypatch):
     with open_store(pg.url(pg_tenant)) as s:
         s.ingest_jsonl(docs("d", 5))
-    step = Migration(2, "a column for each document's source system",
+    now = pg_schema.latest()
+    step = Migration(now + 1, "a column for each document's source system",
                      ("ALTER TABLE {s}.documents ADD COLUMN origin text",))
     monkeypatch.setattr(pg_schema, "MIGRATIONS", [*pg_schema.MIGRATIONS, step])
-    with pytest.raises(StoreError, match=r"has schema version 1; this cleo-rules reads version 2; open it once for "
-                                         r"writing to upgrade it"):
+    with pytest.raises(StoreError, match=rf"has schema version {now}; this cleo-rules reads version {now + 1}; open it "
+                                         r"once for writing to upgrade it"):
         open_store(pg.url(pg_tenant), read_only=True)
-    assert meta(pg, pg_tenant)["schema_version"] == "1"
+    assert meta(pg, pg_tenant)["schema_version"] == str(now)
     with open_store(pg.url(pg_tenant)) as s:
-        assert s.schema_version == 2 and s.stats()["documents"] == 5
+        assert s.schema_version == now + 1 and s.stats()["documents"] == 5
         assert s.search("replaced valve 3", k=1).results[0].id == "d-3"
-    assert meta(pg, pg_tenant)["schema_version"] == "2"
+    assert meta(pg, pg_tenant)["schema_version"] == str(now + 1)
     with pg.admin() as conn:
         columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns "
                                               "WHERE table_schema = %s AND table_name = 'documents'",
                                               [schema_name(pg_tenant)])}
     assert "origin" in columns
     with open_store(pg.url(pg_tenant), read_only=True) as s:  # now it reads
-        assert s.stats()["schema_version"] == 2
+        assert s.stats()["schema_version"] == now + 1
 
 
 def test_a_newer_or_damaged_schema_is_refused(pg, pg_tenant):
@@ -581,3 +582,33 @@ def test_the_service_answers_503_while_its_database_is_down_and_health_meanwhile
             assert time.monotonic() < deadline, "the service must serve again once the server is back"
             time.sleep(0.5)
         assert client.get("/v1/tenants/acme/memory").json()["documents"] == 5
+
+
+def test_a_store_from_before_the_traces_kept_the_bases_reads_read_only_and_is_upgraded_for_writing(pg, pg_tenant):
+    """Schema version 1 had no traces.pack_bases: a read-only open reads it as it is (the step that adds the
+    column is readable_before), a writable one adds the column, and a turn then records its pack's bases."""
+    from pathlib import Path
+
+    from cleo_rules.decision import Decision
+    from cleo_rules.pack.model import Base
+    from cleo_rules.trace import Tracer
+
+    with open_store(pg.url(pg_tenant)) as s:
+        s.ingest_jsonl(docs("d", 2))
+        Tracer(s).record(time="2024-05-01T00:00:00+00:00", decision=Decision(
+            kind="skip", rule=None, span=None, matched=None, query=None, anchor=None, message="Thanks!", pack="p",
+            pack_version="1.0.0", pack_hash="h"), results=(), timings={}, k=3)
+    with pg.admin() as conn:  # as version 1 left it
+        conn.execute(f"ALTER TABLE {quote(schema_name(pg_tenant))}.traces DROP COLUMN pack_bases")
+    set_meta(pg, pg_tenant, "schema_version", "1")
+    with open_store(pg.url(pg_tenant), read_only=True) as s:
+        assert s.schema_version == 1 and [r["pack_bases"] for r in s.traces.read()] == [[]]
+    assert meta(pg, pg_tenant)["schema_version"] == "1"  # read-only: nothing changed
+    base = Base("cleo-en", "1.0.0", "1be75dbe3f860a2e", Path("rules"), "cleo-en", "bundled")
+    with open_store(pg.url(pg_tenant)) as s:
+        assert s.schema_version == pg_schema.latest() == 2
+        Tracer(s).record(time="2024-06-01T00:00:00+00:00", decision=Decision(
+            kind="skip", rule=None, span=None, matched=None, query=None, anchor=None, message="Cheers!", pack="team",
+            pack_version="0.1.0", pack_hash="t"), results=(), timings={}, k=3, bases=(base,))
+        rows = list(s.traces.read())
+    assert [r["pack_bases"] for r in rows] == [[], [{"name": "cleo-en", "version": "1.0.0", "hash": "1be75dbe3f860a2e"}]]

@@ -32,7 +32,7 @@ def git(*args, cwd):
 @pytest.fixture
 def team(tmp_path):
     repo = tmp_path / "team"
-    init_pack(repo)
+    init_pack(repo, standalone=True)
     git("init", "-q", "-b", "main", cwd=repo)
     git("-c", "user.name=Designer", "-c", "user.email=designer@example.invalid", "add", "-A", cwd=repo)
     git("-c", "user.name=Designer", "-c", "user.email=designer@example.invalid", "commit", "-q", "-m", "pack",

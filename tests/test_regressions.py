@@ -89,12 +89,19 @@ def test_appending_keeps_the_file_and_the_corpus_passes_with_the_new_case(team):
     assert report.ok, report.format(max_shown=5)
 
 
-def test_a_case_the_pack_gets_wrong_fails_the_corpus_until_the_rule_is_fixed(team):
+def test_a_case_the_pack_gets_wrong_is_saved_open_and_fails_the_corpus_only_when_closed(team):
     root, pack = team
-    save_regression(pack, regression_entry("Thanks!", HISTORY[:2], "follow_up", pack=pack))
+    entry = regression_entry("Thanks!", HISTORY[:2], "follow_up", pack=pack)
+    assert entry["open"] is True  # the pack gives skip: saved open, so the corpus still passes
+    save_regression(pack, entry)
+    report = run_corpus(pack, root / "corpus")
+    assert report.ok and [o.case.id for o in report.open] == ["regression/thanks"] and not report.failed
+    closed = regression_entry("Thanks!", HISTORY[:2], "follow_up", pack=pack, open=False)
+    assert closed["id"] == "regression/thanks-2" and "open" not in closed
+    save_regression(pack, closed)
     report = run_corpus(pack, root / "corpus")
     assert not report.ok
-    assert [o.case.id for o in report.failed] == ["regression/thanks"]
+    assert [o.case.id for o in report.failed] == ["regression/thanks-2"]
 
 
 def test_write_false_writes_nothing(team):
@@ -167,7 +174,8 @@ def test_nothing_is_written_into_the_installed_package(tmp_path, monkeypatch):
        history=st.lists(st.one_of(st.text(max_size=40),
                                   st.builds(lambda c: {"role": "assistant", "content": c}, st.text(max_size=40))),
                         max_size=4),
-       expect=st.sampled_from(["skip", "correction", "follow_up", "substantive"]))
-def test_any_entry_reads_back_as_itself(message, history, expect):
-    entry = regression_entry(message, history, expect, note="n\u00e9e: \"quoted\"\n")
+       expect=st.sampled_from(["skip", "correction", "follow_up", "substantive"]), opened=st.booleans())
+def test_any_entry_reads_back_as_itself(message, history, expect, opened):
+    entry = regression_entry(message, history, expect, note="n\u00e9e: \"quoted\"\n", open=opened)
+    assert ("open" in entry) is opened
     assert yaml.safe_load(render_entry(entry)) == [entry]

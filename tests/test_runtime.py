@@ -83,7 +83,7 @@ def test_manager_serves_and_stamps_every_decision(pack_dir):
     assert m.explain("Go with the other one.").decision == m.classify("Go with the other one.")
     assert m.status() == {"pack": "mini", "version": "1.0.0", "hash": m.pack.content_hash, "path": str(pack_dir),
                           "require": None, "reloads": 0, "rejections": 0, "last_error": None, "watching": False,
-                          "corpus": None, "gate": "no corpus: the gate ran the examples only"}
+                          "corpus": None, "gate": "no corpus: the gate ran the examples only", "bases": []}
 
 
 def test_default_source_is_the_bundled_pack_and_names_resolve():

@@ -256,7 +256,7 @@ def test_every_endpoint_is_a_module_level_function_of_the_service():
 
     app = create_app(ServeSettings(watch_interval=0))
     endpoints = {(route.path, route.endpoint) for route in app.routes if isinstance(route, Route)}
-    assert len(endpoints) == 19
+    assert len(endpoints) == 25
     for path, endpoint in endpoints:
         assert "<locals>" not in endpoint.__qualname__ and endpoint.__qualname__ == endpoint.__name__, path
         assert endpoint.__module__.startswith("cleo_rules.serve."), path

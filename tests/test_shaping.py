@@ -21,23 +21,101 @@ def test_render_leaves_out_lines_whose_parts_are_empty():
     assert render(t, anchor="{x}", referent="", message="{y}") == "{x}\n{y}"  # values are not templates
 
 
-def test_a_resolved_follow_up_is_searched_as_its_referent_and_the_message():
+def test_a_resolved_follow_up_keeps_the_subject_and_adds_its_referent():
     d = PACK.classify("Yes, go with the second one.", QUOTES)
-    assert d.kind == "follow_up" and d.query == "Cresswell\nYes, go with the second one."
-    assert d.referent == "Cresswell" and d.anchor is None
-    ref, msg = d.parts
+    assert d.kind == "follow_up" and d.query == f"{QUOTES[0]}\nCresswell\nYes, go with the second one."
+    assert d.referent == "Cresswell" and d.anchor == QUOTES[0]
+    anchor, ref, msg = d.parts  # no reply: the option chosen carries the choice, the other would pull towards it
+    assert (anchor.name, anchor.source, anchor.turn) == ("anchor", "user", 1)
     assert (ref.name, ref.source, ref.turn, ref.index, ref.rule) == ("referent", "assistant", 1, 1, "referent.position")
     assert QUOTES[1]["content"][ref.span[0]:ref.span[1]] == "Cresswell"
     assert (msg.name, msg.source, msg.text) == ("message", "message", "Yes, go with the second one.")
 
 
-def test_an_unresolved_follow_up_carries_the_anchor_and_the_replys_opening_words():
+def test_an_unresolved_follow_up_in_an_information_seeking_conversation_carries_the_reply():
     d = PACK.classify("Tell me more.", QUOTES)
-    anchor, ref, _ = d.parts
+    anchor, msg, reply = d.parts
     assert (anchor.name, anchor.source, anchor.turn, anchor.text) == ("anchor", "user", 1, QUOTES[0])
-    assert ref.rule is None and ref.source == "assistant" and QUOTES[1]["content"].startswith(ref.text)
-    assert len(ref.text.split()) == PACK.settings.reply_words or ref.text == QUOTES[1]["content"]
-    assert d.query == f"{QUOTES[0]}\n{ref.text}\nTell me more."
+    assert (reply.name, reply.source, reply.rule, reply.text) == ("reply", "assistant", None, QUOTES[1]["content"])
+    assert d.query == f"{QUOTES[0]}\nTell me more.\n{QUOTES[1]['content']}"
+
+
+TASK = ["I need a plumber in Leeds for tomorrow.",
+        {"role": "assistant", "content": "Do you want a big firm or a local one?"},
+        "A local one, please.",
+        {"role": "assistant", "content": "Pipeline Plumbing and Leeds Drains can both come tomorrow."}]
+
+
+def test_in_a_task_conversation_the_referent_stands_for_the_subject_and_no_reply_is_added():
+    from cleo_rules.shaping import information_seeking
+    from cleo_rules.history import read_history
+
+    assert not information_seeking(read_history(TASK), PACK.settings)  # the assistant asked
+    d = PACK.classify("Yes, the second one.", TASK)
+    assert d.kind == "follow_up" and d.query == "Leeds Drains\nYes, the second one."
+    assert [p.name for p in d.parts] == ["referent", "message"]
+
+
+def test_an_unresolved_follow_up_in_a_task_conversation_carries_the_replys_opening_words():
+    d = PACK.classify("Tell me more.", TASK)
+    anchor, ref, _ = d.parts
+    assert (anchor.name, anchor.source) == ("anchor", "user") and anchor.text in TASK
+    assert ref.rule is None and ref.source == "assistant" and TASK[3]["content"].startswith(ref.text)
+    assert len(ref.text.split()) == PACK.settings.reply_words or ref.text == TASK[3]["content"]
+    assert d.query == f"{anchor.text}\n{ref.text}\nTell me more."
+
+
+def test_the_reply_part_is_capped_at_reply_max_words(pack_copy):
+    pack_copy.replace("pack.yaml", "reply_max_words: 150", "reply_max_words: 4")
+    capped = load_pack(pack_copy.dir)
+    d = capped.classify("Tell me more.", QUOTES)
+    assert [p.text for p in d.parts if p.name == "reply"] == ["Hadley quotes 2,140 a"]
+    pack_copy.replace("pack.yaml", "reply_max_words: 4", "reply_max_words: 0")
+    assert "reply" not in [p.name for p in load_pack(pack_copy.dir).classify("Tell me more.", QUOTES).parts]
+
+
+LOVELACE = ["What was the Analytical Engine?",
+            {"role": "assistant", "content": "A mechanical computer designed by Charles Babbage in 1837."},
+            "Was it built?",
+            {"role": "assistant", "content": "It was never finished, and only parts were built by Charles Babbage."}]
+
+
+def test_the_topic_a_conversation_keeps_naming_stands_for_a_stale_anchor():
+    d = PACK.classify("Tell me more.", LOVELACE)
+    assert d.kind == "follow_up" and [p.name for p in d.parts] == ["topic", "message", "reply"]
+    topic, _, reply = d.parts
+    assert (topic.text, topic.source) == ("Charles Babbage", "assistant")  # named in two turns, not in the anchor
+    assert LOVELACE[topic.index]["content"][topic.span[0]:topic.span[1]] == "Charles Babbage"
+    assert reply.text == LOVELACE[3]["content"]
+
+
+def test_a_name_the_anchor_or_the_message_says_is_no_topic():
+    d = PACK.classify("Tell me more about Charles Babbage.", LOVELACE)
+    assert "topic" not in [p.name for p in d.parts]
+
+
+@given(st.sampled_from(["Yes, the second one.", "Tell me more.", "What is its excess?", "Go on."]),
+       st.sampled_from([QUOTES, TASK, LOVELACE]))
+@settings(max_examples=20, deadline=None)
+def test_the_query_is_the_template_the_decision_used_over_its_parts(message, history):
+    from cleo_rules.shaping import template_for
+
+    d = PACK.classify(message, history)
+    if d.kind == "follow_up" and len(d.parts) > 1:
+        assert d.query == render(template_for(PACK.settings, d.parts), **{p.name: p.text for p in d.parts})
+        assert [p.name for p in d.parts] == sorted((p.name for p in d.parts),
+                                                   key=["anchor", "topic", "referent", "message", "reply"].index)
+
+
+def test_a_sentence_initial_word_is_no_name_and_can_i_is_none_either():
+    from cleo_rules.history import read_history
+
+    d = PACK.classify("What is its excess?", ["Which van insurer should we pick?",
+                                              {"role": "assistant", "content": "Noted, Cresswell it is."}])
+    assert d.referent == "Cresswell"
+    names = [n.text for n in PACK.matcher.referents.names("Can I get the address of the Missing Sock?")]
+    assert "Can I" not in names and "Can" not in names
+    assert read_history(["x"])  # the history reader is untouched by the name reader
 
 
 def test_with_plain_strings_the_query_is_the_anchor_and_the_message():
@@ -60,10 +138,11 @@ def test_referents_can_be_turned_off_in_the_pack(pack_copy):
     off = load_pack(pack_copy.dir)
     d = off.classify("Yes, go with the second one.", QUOTES)
     assert d.query == f"{QUOTES[0]}\nYes, go with the second one." and d.referent is None
+    assert [p.name for p in d.parts] == ["anchor", "message"]  # no topic, no reply either
 
 
 def test_parts_are_in_the_decisions_json():
-    parts = PACK.classify("Yes, go with the second one.", QUOTES).to_dict()["parts"]
+    parts = PACK.classify("Yes, go with the second one.", QUOTES).to_dict()["parts"][1:]
     assert parts[0] == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1, "index": 1,
                         "span": [parts[0]["span"][0], parts[0]["span"][0] + 9], "rule": "referent.position"}
 
@@ -106,3 +185,87 @@ def test_a_follow_up_shaped_again_is_what_classify_shaped(message, history):
         query, parts, note = as_follow_up(PACK, message, history)
         assert (query, parts) == (d.query, d.parts)
         assert note == d.note
+
+
+# -- corrections: never combined with what they reject ------------------------------------------------
+
+OFFER = ["Which van insurer covers tools left in the van overnight?",
+         {"role": "assistant", "content": "Two do: Brightline Commercial at 2,140 a year and Zego Van at 1,865."}]
+
+
+def test_a_correction_that_picks_its_replacement_from_the_offer_searches_the_subject_with_it():
+    d = PACK.classify("Not that one, the cheaper one.", OFFER)
+    assert d.kind == "correction"
+    assert d.query == f"{OFFER[0]}\nZego Van" and [p.name for p in d.parts] == ["anchor", "referent"]
+    assert "Brightline" not in d.query
+
+
+def test_a_correction_that_brings_its_own_replacement_searches_the_subject_with_the_message():
+    d = PACK.classify("Neither of those suits, try Thursday instead.", OFFER)
+    assert d.kind == "correction" and d.query == f"{OFFER[0]}\nNeither of those suits, try Thursday instead."
+
+
+def test_a_correction_with_no_replacement_or_no_offer_is_searched_as_typed():
+    assert PACK.classify("We tried that one already.", OFFER).query == "We tried that one already."
+    d = PACK.classify("Not that one, the cheaper one.", [OFFER[0]])
+    assert d.kind == "correction" and d.query == "Not that one, the cheaper one."
+
+
+NAMES = st.sampled_from(["Brightline", "Zego", "Hadley", "Cresswell", "Tillotson", "Marsh Lane", "Pennine Supplies",
+                         "Dalton Heating", "Northgate", "Ashworth"])
+CORRECTIONS = st.sampled_from(["Not that one, the cheaper one.", "No, not that one.", "Not that one, the second one.",
+                               "Neither of those suits, try Thursday instead.", "Wrong one, sorry.",
+                               "Not that one, the last one.", "We tried that one already.",
+                               "None of them works, try Leeds instead.", "Not that one, the bigger one."])
+
+
+@given(st.lists(NAMES, min_size=2, max_size=3, unique=True), CORRECTIONS,
+       st.sampled_from(["Which supplier should we use?", "Compare the quotes for the van", ""]),
+       st.lists(st.integers(100, 9999), min_size=3, max_size=3, unique=True))
+@settings(max_examples=60, deadline=None)
+def test_a_correction_never_carries_an_option_it_rejects(options, message, request, figures):
+    """Whatever the offer, the query of a correction holds no offered option but the replacement it picked."""
+    offer = ", ".join(f"{o} at {f}" for o, f in zip(options[:-1], figures)) + f" or {options[-1]} at {figures[-1]}"
+    history = ([request] if request else []) + [{"role": "assistant", "content": f"You could use {offer}."}]
+    d = PACK.classify(message, history)
+    if d.kind != "correction":
+        return
+    chosen = d.referent or ""
+    assert chosen in options or not chosen
+    for option in options:
+        if option == chosen:
+            continue
+        assert all(option.lower() not in p.text.lower() for p in d.parts), (d.query, d.parts)
+        assert d.query is None or option.lower() not in d.query.lower()
+
+
+# -- a choice that names what it picks ------------------------------------------------------------------
+
+BOILER = ["Can you book the boiler service for next week?",
+          {"role": "assistant", "content": "I can do Tuesday at 9 am, Wednesday at 2 pm or Thursday at 11 am."}]
+
+
+def test_a_message_naming_one_offered_option_is_a_choice_of_it():
+    for message, history, option in [("Brightline, please.", OFFER, "Brightline Commercial"),
+                                     ("Thursday works for me.", BOILER, "Thursday at 11 am"),
+                                     ("I will take the Wednesday slot.", BOILER, "Wednesday at 2 pm")]:
+        d = PACK.classify(message, history)
+        assert (d.kind, d.rule, d.referent) == ("follow_up", "vocab.choice", option), message
+        assert [p.name for p in d.parts] == ["anchor", "referent", "message"]  # the subject, the option; no reply
+        ref = d.parts[1]
+        assert history[1]["content"][ref.span[0]:ref.span[1]] == option
+        assert message[d.span[0]:d.span[1]] == d.matched and d.matched.lower() in option.lower()
+
+
+def test_naming_an_option_is_no_choice_when_the_message_says_more_or_asks():
+    for message in ["Brightline Commercial covers tools left overnight?", "Is Brightline cheaper than Zego?",
+                    "Who owns Brightline", "Brightline Commercial insured our other van in 2019"]:
+        assert PACK.classify(message, OFFER).kind == "substantive", message
+    assert PACK.classify("Brightline, please.", [OFFER[0]]).kind == "substantive"  # no offer: nothing to pick
+
+
+def test_explain_says_why_a_named_option_is_a_choice():
+    ex = PACK.explain("Brightline, please.", OFFER)
+    notes = [a.note for a in ex.attempts if a.stage == "referent" and a.rule == "vocab.choice" and a.fired]
+    assert len(notes) == 1 and "names an option of the last offer" in notes[0] and "Brightline Commercial" in notes[0]
+    assert ex.decision == PACK.classify("Brightline, please.", OFFER)

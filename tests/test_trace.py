@@ -100,13 +100,14 @@ def test_each_part_is_traced_with_where_it_came_from():
     db = sqlite_utils.Database(memory=True)
     tid = Tracer(SqliteTraces(db)).record(time="2024-06-01T09:00:00+00:00", decision=d, results=[], timings=TIMINGS, k=5)
     parts = json.loads(db[TABLE].get(tid)["parts"])
-    assert [p["name"] for p in parts] == ["referent", "message"]
-    assert parts[0] | {"span": None} == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1,
+    assert [p["name"] for p in parts] == ["anchor", "referent", "message"]
+    assert parts[0]["text"] == "Compare the two van insurance quotes" and parts[0]["source"] == "user"
+    assert parts[1] | {"span": None} == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1,
                                          "index": 1, "span": None, "rule": "referent.position"}
     redacted = Tracer(SqliteTraces(db), redact=True)
     row = redacted.row(time="t", decision=d, results=[], timings=TIMINGS, k=5)
-    assert [p["text"] for p in json.loads(row["parts"])] == ["[redacted]", "[redacted]"]
-    assert json.loads(row["parts"])[0]["rule"] == "referent.position"
+    assert [p["text"] for p in json.loads(row["parts"])] == ["[redacted]"] * 3
+    assert json.loads(row["parts"])[1]["rule"] == "referent.position"
 
 
 def test_an_older_traces_table_gains_the_parts_column():
@@ -167,3 +168,25 @@ def test_a_trace_row_of_an_unknown_column_is_refused_before_any_sql():
             insert_sql(dialect, ["time", "message); DROP TABLE traces; --"])
     assert insert_sql(POSTGRES, ["time", "kind"]) == "INSERT INTO {s}.traces (time, kind) VALUES (%s, %s) RETURNING id"
     assert insert_sql(SQLITE, ["time", "kind"]) == "INSERT INTO [traces] (time, kind) VALUES (?, ?)"
+
+
+def test_a_trace_records_the_bases_of_the_pack_and_a_table_without_the_column_still_reads(tmp_path):
+    from pathlib import Path
+
+    from cleo_rules.pack.model import Base
+
+    db = sqlite_utils.Database(memory=True)
+    old = {"id": int, "time": str, "message": str, "kind": str, "results": str}  # as an earlier version made it
+    db[TABLE].create(old, pk="id")
+    db[TABLE].insert({"time": "2024-05-01T00:00:00+00:00", "message": "Yes.", "kind": "skip", "results": "[]"})
+    assert [r["pack_bases"] for r in read_traces(SqliteTraces(db))] == [[]]  # an old row reads, with no bases
+    bases = (Base("cleo-en", "1.0.0", "1be75dbe3f860a2e", Path("rules"), "cleo-en", "bundled"),
+             Base("shared", "2.1.0", "00aa11bb22cc33dd", Path("../shared"), "../shared", "directory"))
+    tracer = Tracer(SqliteTraces(db))
+    tracer.record(time="2024-06-01T00:00:00+00:00", decision=decision(), results=[], timings=TIMINGS, k=5, bases=bases)
+    tracer.record(time="2024-06-02T00:00:00+00:00", decision=decision(), results=[], timings=TIMINGS, k=5)
+    rows = list(read_traces(SqliteTraces(db)))
+    assert [r["pack_bases"] for r in rows] == [[], [
+        {"name": "cleo-en", "version": "1.0.0", "hash": "1be75dbe3f860a2e"},
+        {"name": "shared", "version": "2.1.0", "hash": "00aa11bb22cc33dd"}], []]
+    assert db[TABLE].get(3)["pack_bases"] is None  # a pack that extends nothing: NULL, as in every older row

@@ -90,22 +90,10 @@ def find(spec):
 
 
 def installed(path) -> bool:
-    """Whether ``path`` lies in an installed distribution: the package of an installed cleo-rules wheel (its bundled
-    pack), or a ``site-packages`` or ``dist-packages`` directory (any pack installed with pip)."""
-    import sysconfig
+    """Whether ``path`` lies in an installed distribution (:func:`cleo_rules.resources.in_installed_distribution`)."""
+    from ..resources import in_installed_distribution
 
-    from .. import resources
-
-    try:
-        resolved = Path(path).resolve()
-    except OSError:
-        return False
-    if resources.installed() and resources.inside_package(resolved):
-        return True
-    if {"site-packages", "dist-packages"} & set(resolved.parts):
-        return True
-    roots = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")} - {None}
-    return any(resolved == Path(r).resolve() or Path(r).resolve() in resolved.parents for r in roots if r)
+    return in_installed_distribution(path)
 
 
 def shown(path, name: str) -> str:
@@ -116,24 +104,46 @@ def shown(path, name: str) -> str:
     return f"<installed pack {name}>" if installed(path) else display(path)
 
 
-def plain(text: str, found, name: str) -> str:
+def plain(text: str, found, name: str, pack=None) -> str:
     """``text`` (a report for people) with the installed pack's directory, and its corpus's, named as :func:`shown`
-    names them; any other text is returned as it is. SARIF, JUnit, GitHub and JSON output keep real paths."""
+    names them, and so the directories of the installed packs it is built on (those of the compiled ``pack``, else
+    those its manifest names); any other text is returned as it is. SARIF, JUnit, GitHub and JSON output keep real
+    paths."""
     from ..corpus.files import corpus_dir_of
+    from ..pack.compose import base_dirs
     from ..pack.load import display
 
-    if not installed(found.path):
-        return text
-    for where, label in ((corpus_dir_of(found.path), f"<installed pack {name} corpus>"),
-                         (Path(found.path), f"<installed pack {name}>")):
-        for form in {str(where), display(where), str(Path(where).resolve())}:
-            text = re.sub(re.escape(form) + r"(?![\w.-])", lambda _m, label=label: label, text)
+    packs = [(Path(found.path), name)]
+    if pack is not None:
+        packs += [(b.path, b.name) for b in pack.composition.bases]
+    else:
+        packs += [(layer.path, layer.name) for layer in base_dirs(Path(found.path))]
+    for path, who in packs:
+        if not installed(path):
+            continue
+        for where, label in ((corpus_dir_of(path), f"<installed pack {who} corpus>"),
+                             (Path(path), f"<installed pack {who}>")):
+            for form in {str(where), display(where), str(Path(where).resolve())}:
+                text = re.sub(re.escape(form) + r"(?![\w.-])", lambda _m, label=label: label, text)
     return text
 
 
 def pack_line(pack, found) -> str:
-    """``cleo-en 1.0.0 (hash) at rules (./rules)``: the pack used, for people."""
-    return f"{pack.name} {pack.version} ({pack.content_hash}) at {shown(found.path, pack.name)} ({found.describe()})"
+    """``cleo-en 1.0.0 (hash) at rules (./rules)``: the pack used, for people; a pack built on others adds its
+    bases (``, on cleo-en 1.0.0 (hash)``)."""
+    line = f"{pack.name} {pack.version} ({pack.content_hash}) at {shown(found.path, pack.name)} ({found.describe()})"
+    return line + "".join(f", on {b.name} {b.version} ({b.content_hash})" for b in pack.composition.bases)
+
+
+def composition_lines(pack) -> list[str]:
+    """What a pack built on others is made of, for people: each base and where it is, the rules left out."""
+    lines = [f"built on: {b.name} {b.version} ({b.content_hash}) at {shown(b.path, b.name)}"
+             for b in pack.composition.bases]
+    for what in ("disabled", "replaced"):
+        changes = getattr(pack.composition, what).values()
+        if changes:
+            lines.append(f"{what}: " + ", ".join(f"{c.rule} of {c.of} (by {c.by})" for c in changes))
+    return lines
 
 
 def pack_record(pack, found) -> dict:

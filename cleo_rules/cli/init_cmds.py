@@ -10,23 +10,33 @@ from .common import EXIT_CODES_HELP
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
 @click.option("--name", default=None, help="The pack's name (default: from the directory's name).")
-def init(directory, name):
+@click.option("--standalone", is_flag=True,
+              help="Write a pack of its own (one vocabulary set, one follow-up pattern, one correction) instead of "
+                   "one that extends cleo-en.")
+def init(directory, name, standalone):
     """Start a rule pack in DIRECTORY (default: here): rules/, corpus/ and schemas/.
 
-    Writes a manifest, one vocabulary set, one follow-up pattern and one
-    correction with its request forms, each with examples, counterexamples and
-    templates; the corpus generated from them; and the JSON Schemas the files
-    point at, so editors validate them as you type. `cleo-rules check` passes
-    on it straight away, and finds it as ./rules. Nothing is overwritten.
+    By default the pack extends cleo-en, the bundled pack: its manifest names
+    cleo-en (within the major version installed) with `disable:` and
+    `settings:` ready to fill, beside an empty file for the team's own
+    corrections and an empty regressions corpus; every cleo-en rule applies
+    until the manifest says otherwise. With --standalone it writes a pack of
+    its own instead: a manifest, one vocabulary set, one follow-up pattern and
+    one correction with its request forms, each with examples,
+    counterexamples and templates, and the corpus generated from them. Either
+    way it writes the JSON Schemas the files point at, so editors validate
+    them as you type. `cleo-rules check` passes on it straight away, and finds
+    it as ./rules. Nothing is overwritten.
 
     \b
-    Example:
+    Examples:
       cleo-rules init team && cd team && cleo-rules check
+      cleo-rules init --standalone team
     """
     from ..pack.load import display
     from ..starter import init_pack
 
-    result = init_pack(directory, name=name)
+    result = init_pack(directory, name=name, standalone=standalone)
     click.echo(f"wrote rule pack {result.name} 0.1.0 in {display(result.directory)}:")
     for path in result.written:
         click.echo(f"  {display(path)}")

@@ -19,17 +19,25 @@ from .serve_cmds import SERVE_MODULES, _missing, allowed_hosts_option
 @click.option("--writable-corpus", is_flag=True,
               help="Append turns saved as regressions to corpus/regressions.yaml beside the pack (never into an "
                    "installed cleo-rules).")
+@click.option("--writable-pack", is_flag=True,
+              help="Edit the pack's own files in the page (its manifest, the files it lists, the hand-written files "
+                   "of its corpus): each edit is judged with the whole pack by the serving gate and written only "
+                   "if the pack passes. Never a bundled or installed pack.")
 @click.option("--watch-interval", default=0.5, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds between polls of the pack directory.")
 @allowed_hosts_option
-def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
+def playground(pack, port, writable_corpus, writable_pack, watch_interval, allowed_hosts):
     """Serve the playground for conversation designers on 127.0.0.1 and print its URL.
 
     The page classifies a conversation turn by turn (kind, rule with its
     file:line, the matched span, the query and where each part came from),
     runs it again when the pack's files change, marking every turn whose
     kind, rule or query changed, and shows a refused pack's errors while the
-    old pack keeps answering. It turns a turn into a regressions case.
+    old pack keeps answering. It turns a turn into a regressions case
+    (open, when the pack gets the turn wrong). With --writable-pack it
+    edits the pack's own files: after a pause in typing the whole pack is
+    judged with the edit; it is written and the turns run again only if
+    the pack passes, else the located errors are shown beside the file.
     Nothing is opened: go to the URL printed. No memory: for recalled items
     run `cleo-rules serve --memory ROOT`, which serves the same page at /.
 
@@ -37,6 +45,7 @@ def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
     Examples:
       cleo-rules playground
       cleo-rules playground --pack rules/ --port 8765 --writable-corpus
+      cleo-rules playground --pack rules/ --writable-pack --writable-corpus
     """
     from ..pack.sources import find_pack
     from ..serve.settings import ServeSettings
@@ -48,7 +57,8 @@ def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
     found = find_pack(pack)  # as every other command finds its pack; a pack that is not there is an error now
     try:
         settings = ServeSettings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
-                                 writable_corpus=writable_corpus, allowed_hosts=tuple(allowed_hosts))
+                                 writable_corpus=writable_corpus, writable_pack=writable_pack,
+                                 allowed_hosts=tuple(allowed_hosts))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -56,7 +66,8 @@ def playground(pack, port, writable_corpus, watch_interval, allowed_hosts):
     from ..serve import run
 
     def listening(host, bound):
-        click.echo(f"playground: http://{host}:{bound}/  (pack {found.to_dict()['path']}, {found.describe()}; "
+        edits = "; its files are edited in the page" if writable_pack else ""
+        click.echo(f"playground: http://{host}:{bound}/  (pack {found.to_dict()['path']}, {found.describe()}{edits}; "
                    f"Ctrl-C stops it)")
         sys.stdout.flush()
 

@@ -11,8 +11,8 @@ import sys
 import click
 
 from .common import (
-    EXIT_CODES_HELP, error_line, find, history_error, history_option, load_lenient, pack_line, pack_option, pack_record,
-    plain, shown, stream_lines,
+    EXIT_CODES_HELP, composition_lines, error_line, find, history_error, history_option, load_lenient, pack_line,
+    pack_option, pack_record, plain, shown, stream_lines,
 )
 from .outputs import Piece, format_option
 
@@ -47,9 +47,13 @@ def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 2
     if command != "check":
         view = result.corpus_view()
         assert view is not None
-        text = plain(view.format(max_shown=max_shown), found, result.pack.name)
+        text = view.format(max_shown=max_shown)
+        for base, report in result.verdict.base_reports:
+            text += "\n\n" + (report.format(max_shown=max_shown) if report is not None else
+                              f"corpus of {base.name}: {result.base_skipped(base)}")
+        text = plain(text, found, result.pack.name, result.pack)
         return [(f"pack: {pack_line(result.pack, found)}\n{text}\n", False)]
-    return [(plain(text, found, result.pack.name), err) for text, err in _check_text(result)]
+    return [(plain(text, found, result.pack.name, result.pack), err) for text, err in _check_text(result)]
 
 
 def _check_text(result) -> list[Piece]:
@@ -57,6 +61,7 @@ def _check_text(result) -> list[Piece]:
 
     pack, found, verdict = result.pack, result.found, result.verdict
     out: list[Piece] = [(f"pack: {pack_line(pack, found)}\n", False)]
+    out += [(line + "\n", False) for line in composition_lines(pack)]
     if verdict.problems:
         out.append((PackError(verdict.problems, pack=str(found.path)).report() + "\n", True))
     else:
@@ -64,11 +69,24 @@ def _check_text(result) -> list[Piece]:
                     f"{len(pack.vocab_sets)} vocabulary sets\n", False))
     report = verdict.corpus_report
     if report is not None and not report.ok:
-        out.append((report.format(table=False) + "\n", True))
+        out.append((report.format(table=False) + "\n", True))  # the open cases among what is wrong
+    elif report is not None and (report.open or report.problems):  # notes and warnings: never a failure
+        out.append((report.format(table=False) + "\n", False))
     if report is not None:
         out.append((f"corpus {report.summary_line()}\n", False))
+        if report.skipped:
+            out.append((f"  {report.skipped_text()}\n", False))
     elif result.skipped:
         out.append((f"corpus: {result.skipped}\n", False))
+    for base, base_report in verdict.base_reports:
+        if base_report is None:
+            out.append((f"corpus of {base.name}: {result.base_skipped(base)}\n", False))
+            continue
+        if not base_report.ok:
+            out.append((base_report.format(table=False) + "\n", True))
+        out.append((f"corpus of {base.name} {base_report.summary_line()}\n", False))
+        if base_report.skipped:
+            out.append((f"  {base_report.skipped_text()}\n", False))
     return out
 
 
@@ -130,6 +148,8 @@ def _human(decision, pack=None, found=None) -> str:
         elif part.name == "referent":
             by = f", by {part.rule}" if part.rule else ", the reply's opening words"
             rows.append(("referent", f"{part.text}  (from {part.where}{by})"))
+        elif part.name in ("topic", "reply"):
+            rows.append((part.name, f"{part.text}  (from {part.where})"))
     rows.append(("query", "(none: not searched)" if decision.query is None else decision.query))
     if decision.note:
         rows.append(("note", decision.note))
@@ -212,16 +232,30 @@ def classify(message, history, pack_dir, jsonl, as_json):
 @click.argument("message")
 @history_option
 @pack_option
-@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
-def explain(message, history, pack_dir, as_json):
-    """Show which rules were tried on MESSAGE, which fired, on which span, and the query.
+@click.option("--all", "walk", is_flag=True,
+              help="List every rule in the order the walk applies them: tried or why not, which fired, on which "
+                   "span.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the explanation as JSON: the decision, every rule's attempt and the near misses.")
+def explain(message, history, pack_dir, walk, as_json):
+    """Show why MESSAGE got its decision: the rule and its span, where each part of the query came from, and
+    the near misses.
+
+    The near misses are the rules whose prefilter words are in MESSAGE but
+    which did not take it, each with what stopped it: the pattern does not
+    match, the message's words over a rule's max_words, a guard (head_in,
+    unless_name, unless_name_before), no antecedent in the conversation, the
+    topic words around the match, a referent rule that found nothing, the
+    message's length, a time limit. --all lists every rule of the walk
+    instead.
 
     Works on a pack whose own examples fail (they are listed as a warning on
     stderr), which is when a designer needs it most.
 
     \b
-    Example:
+    Examples:
       cleo-rules explain "Not that one, the other one." -H "Which van insurer should we use?"
+      cleo-rules explain "When was the album released?" --all
     """
     found = find(pack_dir)
     pack, failing = load_lenient(found)
@@ -232,11 +266,21 @@ def explain(message, history, pack_dir, as_json):
         doc["failing_examples"] = [p.to_dict() for p in failing]
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
-    click.echo(f"message:    {message!r}")
+    if walk:
+        click.echo(_walk(message, ex))
+        click.echo(_human(ex.decision, pack, found))
+        return
+    click.echo(_brief(message, ex, pack, found))
+    click.echo(f"pack:    {pack_line(pack, found)}")
+
+
+def _walk(message, ex) -> str:
+    """Every rule's attempt in walk order, the one that decided marked ``=>``: ``explain --all``."""
+    out = [f"message:    {message!r}"]
     if ex.normalized:
-        click.echo(f"normalised: {ex.normalized!r}")
-        click.echo(f"words:      {len(ex.words)}")
-    click.echo("")
+        out.append(f"normalised: {ex.normalized!r}")
+        out.append(f"words:      {len(ex.words)}")
+    out.append("")
     decided = False
     for a in ex.attempts:
         winner = (not decided and a.fired and (a.rule == ex.decision.rule or a.stage == "length"))
@@ -248,6 +292,53 @@ def explain(message, history, pack_dir, as_json):
             line += f"  on {a.matched!r} [{a.span[0]}:{a.span[1]}]"
         if a.note:
             line += f"  ({a.note})"
-        click.echo(line)
-    click.echo("")
-    click.echo(_human(ex.decision, pack, found))
+        out.append(line)
+    out.append("")
+    return "\n".join(out)
+
+
+def _brief(message, ex, pack, found) -> str:
+    """The decision, the rule and its span, the query's parts and where each came from, the near misses."""
+    d = ex.decision
+    rows = [("message", repr(message))]
+    if d.rule is not None:
+        kind = d.kind
+    elif d.kind == "skip":
+        kind = f"{d.kind}  ({ex.attempts[0].note})"
+    else:
+        searched = "the message is searched as typed" if d.query else "nothing is searched"
+        kind = f"{d.kind}  (no rule took it: {searched})"
+    rows.append(("kind", kind))
+    if d.rule is not None:
+        try:
+            rule = pack.rule(d.rule)
+            at = f"  ({plain(rule.file, found, pack.name)}:{rule.line})"
+        except KeyError:
+            at = ""
+        rows.append(("rule", f"{d.rule}{at}"))
+        if d.matched is not None and d.span is not None:
+            rows.append(("matched", f"{d.matched!r} at {d.span[0]}..{d.span[1]} of the message"))
+    if d.note:
+        rows.append(("note", d.note))
+    rows.append(("query", "(none: not searched)" if d.query is None else d.query))
+    width = max((len(p.name) for p in d.parts), default=0)
+    rows.append(("parts", "\n".join(f"{p.name:<{width}}  from {p.where}{f' (by {p.rule})' if p.rule else ''}: "
+                                    f"{p.text!r}" for p in d.parts) or "(none)"))
+    out = []
+    for key, value in rows:
+        lines = str(value).split("\n")
+        out.append(f"{key + ':':8} {lines[0]}")
+        out.extend(f"{'':8} {line}" for line in lines[1:])
+    if ex.near_misses:
+        out.append("near misses (the prefilter named them; what stopped each):")
+        labels = [n.rule or f"({n.stage} test)" for n in ex.near_misses]
+        reasons = [n.reason + (f" ({n.setting})" if n.setting else "") for n in ex.near_misses]
+        lw, rw = max(map(len, labels)), max(map(len, reasons))
+        for n, label, reason in zip(ex.near_misses, labels, reasons):
+            detail = n.detail.removeprefix("matched, but ")
+            if n.matched is not None and n.span is not None:
+                detail = f"on {n.matched!r} at {n.span[0]}..{n.span[1]}: {detail}"
+            out.append(f"  {label:<{lw}}  {reason:<{rw}}  {detail}")
+    elif d.kind != "skip" and d.rule is None:
+        out.append("near misses: none (the prefilter named no rule)")
+    return "\n".join(out)

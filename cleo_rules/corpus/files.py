@@ -12,6 +12,12 @@ as a line-per-case diff, and never touches the hand-written files.
 Every corpus file is read as rule files are (:mod:`cleo_rules.pack.load`:
 plain YAML, no aliases or tags, bounded in size and depth, a regular file)
 and must lie inside the corpus directory, links included.
+
+A case of ``regressions.yaml`` (:data:`REGRESSIONS_FILE`, the cases saved
+from conversations) may be ``open: true``: a regression the pack does not
+get right yet. ``open`` anywhere else (a generated file, another
+hand-written file) is an error placed at the key (E215), and the case is
+judged as any other, so nothing can hide a generated case's failure.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from .model import CROSS, HAND, Case, history_item, plain, problem
 
 GENERATED_DIR = "generated"
 CROSS_FILE = "_cross-rule.yaml"
+#: the hand-written file saved regressions go to, at the corpus directory's top: the only one whose cases may be open
+REGRESSIONS_FILE = "regressions.yaml"
 
 
 def group_file(group: str) -> str:
@@ -194,7 +202,7 @@ def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Pro
     group = named if named else CROSS
     for i, item in enumerate(cases):
         ptr = pointer_join("/cases", i)
-        case, found = _case(item, shown, src.where(ptr)[0], ptr, generated=True, group=group)
+        case, found = _case(item, shown, src.where(ptr)[0], ptr, generated=True, group=group, src=src)
         problems += found
         if case is not None:
             cf.cases.append(case)
@@ -212,9 +220,33 @@ def _outside(corpus_dir: Path, path: Path) -> Problem | None:
                    help="copy the cases into the corpus directory; nothing outside it is read", rank=1)
 
 
-def _case(item, shown: str, line: int, pointer: str, *, generated: bool,
-          group: str = HAND) -> tuple[Case | None, list[Problem]]:
-    """Build a :class:`Case` of ``group`` from one mapping; structural checks only (the schema does the rest)."""
+def _open(item: dict, cid, shown: str, line: int, pointer: str, *, generated: bool, may_open: bool,
+          src=None) -> tuple[bool, list[Problem]]:
+    """Whether the case ``item`` is open, and the error when it says ``open`` where no case may be (E215)."""
+    if "open" not in item:
+        return False, []
+    if may_open:
+        return item["open"] is True, []
+    at = src.where(pointer_join(pointer, "open"), key=True) if src is not None else (line, 1)
+    if generated:
+        why, help = ("a generated case is never open", "remove `open`: regenerate the file with `cleo-rules corpus "
+                                                       "build`; a case the pack does not get right yet goes in "
+                                                       f"{REGRESSIONS_FILE}")
+    else:
+        why, help = (f"only a saved regression, a case of {REGRESSIONS_FILE}, can be open",
+                     f"move the case into {REGRESSIONS_FILE} to keep it open, or remove `open`")
+    return False, [problem("E215", f"case {cid} is marked open: {why}; it is judged as any other case", shown,
+                           at[0], at[1], pointer=pointer_join(pointer, "open"), help=help, rank=2)]
+
+
+def _case(item, shown: str, line: int, pointer: str, *, generated: bool, group: str = HAND, may_open: bool = False,
+          src=None) -> tuple[Case | None, list[Problem]]:
+    """Build a :class:`Case` of ``group`` from one mapping; structural checks only (the schema does the rest).
+
+    ``may_open``: the case is in the regressions file, so it may be ``open``
+    (anywhere else the key is an error, returned with the case, which is
+    then judged as closed); ``src`` places that error at the key.
+    """
     help = "regenerate it with `cleo-rules corpus build`" if generated else "see schemas/corpus.schema.json"
     if not isinstance(item, dict):
         return None, [problem("E211", "a case must be a mapping", shown, line, 1, pointer=pointer, help=help, rank=2)]
@@ -247,13 +279,15 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool,
             return None, [problem("E211", f"case {cid}: history[{j}]: {exc}", shown, line, 1,
                                   pointer=pointer_join(pointer_join(pointer, "history"), j), help=help, rank=2)]
     rule = item.get("rule")
+    opened, refused = _open(item, cid, shown, line, pointer, generated=generated, may_open=may_open, src=src)
     return Case(id=cid, message=msg, expect=expect if isinstance(expect, str) else None,
                 rule=rule if isinstance(rule, str) else None,
                 not_rules=tuple(str(n) for n in nots), history=tuple(turns),
                 anchor=item.get("anchor") if isinstance(item.get("anchor"), str) else None,
                 query=item.get("query") if isinstance(item.get("query"), str) else None,
                 group=group, generated=generated, file=shown, line=line,
-                referent=referent if isinstance(referent, str) else None, has_referent="referent" in item), []
+                referent=referent if isinstance(referent, str) else None, has_referent="referent" in item,
+                open=opened), refused
 
 
 def _read_hand(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]]:
@@ -264,10 +298,11 @@ def _read_hand(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]
     if problems:
         return None, problems
     cf = CorpusFile(path, shown, dict(src.data.get("generated") or {}))
+    may_open = path.name == REGRESSIONS_FILE and not cf.header
     for i, item in enumerate(src.data.get("cases") or []):
         ptr = pointer_join("/cases", i)
         line = src.where(ptr)[0]
-        case, found = _case(item, shown, line, ptr, generated=bool(cf.header))
+        case, found = _case(item, shown, line, ptr, generated=bool(cf.header), may_open=may_open, src=src)
         problems += found
         if case is not None:
             cf.cases.append(case)
@@ -305,3 +340,13 @@ def read_dir(corpus_dir: Path) -> tuple[list[CorpusFile], list[CorpusFile], list
         if cf is not None:
             gen.append(cf)
     return hand, gen, problems
+
+
+def open_cases(corpus_dir) -> list[Case]:
+    """The open cases of the corpus in ``corpus_dir`` (those of its regressions file marked ``open: true``), read
+    without the rest of the corpus; none when the file cannot be read."""
+    path = Path(corpus_dir) / REGRESSIONS_FILE
+    if not path.is_file() or _outside(Path(corpus_dir), path) is not None:
+        return []
+    cf, _ = _read_hand(path, display(path))
+    return [c for c in cf.cases if c.open] if cf is not None else []

@@ -504,13 +504,16 @@ class Generator:
 def generate(pack) -> list[Group]:
     """Every group of generated cases for ``pack``, rules in pack order, then the cross-rule group.
 
+    Of a pack built on others, only its own rules' cases (and its own slots
+    file's cross-rule templates): each base's corpus holds the cases of its rules.
+
     Raises :class:`~cleo_rules.corpus.model.CorpusError` listing every
     template problem (unknown slot, malformed braces, a template that yields
     nothing, a message both positive and negative), each placed at its
     template in the rule file.
     """
     g = Generator(pack)
-    groups = [g.rule_group(rule) for rule in pack.rules + pack.referent_rules]
+    groups = [g.rule_group(rule) for rule in pack.rules + pack.referent_rules if pack.owns(rule)]
     cross = g.cross_group()
     if cross is not None:
         groups.append(cross)

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from ..kinds import DecisionKind
-from ..shaping import render
+from ..shaping import render, template_for
 from .model import Case, plain, role_tagged, user_turns
 
 __all__ = ["Evaluator", "Outcome", "found_referent"]
@@ -182,11 +182,32 @@ class Evaluator:
             return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {expect} must be searched as typed"]
         return []
 
+    def _correction(self, case: Case, d) -> list[str]:
+        from ..history import read_history
+
+        offer = self.pack.matcher.referents.offer(read_history(case.history))
+        if offer is None:
+            if d.query != case.message:
+                return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a correction with no offer before it "
+                        "must be searched as typed"]
+            return []
+        chosen = d.referent or ""
+        rejected = [o.text for o in offer[1] if o.text not in chosen and chosen not in o.text or not chosen]
+        named = [o for o in rejected for p in d.parts if p.name != "referent" and o.lower() in p.text.lower()]
+        if named:
+            return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a correction combined with "
+                    f"{json.dumps(named[0], ensure_ascii=False)}, an option it rejects"]
+        return []
+
     def _shape_parts(self, case: Case, d, expect: str) -> list[str]:
         """With role-tagged history: a follow-up's query is the combine template over its own parts, its anchor
-        one of the user's turns (``case.anchor`` when given), never the assistant's; others are searched as typed."""
+        one of the user's turns (``case.anchor`` when given), never the assistant's; a substantive message is
+        searched as typed; a correction never with an option it rejects (after an offer, every option but the
+        replacement it picks), and as typed when no offer came before it."""
+        if expect == "correction":
+            return self._correction(case, d)
         if expect != "follow_up":
-            if expect in ("correction", "substantive") and d.query != case.message:
+            if expect == "substantive" and d.query != case.message:
                 return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a {expect} must be searched as typed"]
             return []
         out = []
@@ -196,10 +217,9 @@ class Evaluator:
                        f"expected {json.dumps(case.anchor, ensure_ascii=False)}")
         elif d.anchor is not None and d.anchor not in users:
             out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, which is no user turn")
-        ref_text, _ = found_referent(d)
-        want = render(self.pack.settings.combine, anchor=d.anchor or "", referent=ref_text or "",
-                      message=case.message)
-        if d.anchor is None and ref_text is None:
+        # the template the decision used, over the parts it found (the message among them)
+        want = render(template_for(self.pack.settings, d.parts), **{p.name: p.text for p in d.parts})
+        if len(d.parts) <= 1:
             want = case.message
         if d.query != want:
             out.append(f"query is {json.dumps(d.query, ensure_ascii=False)}, expected the combine template over "

@@ -7,6 +7,12 @@ its message, the conversation before it and the kind it should have::
     print(render_entry(entry))                       # the YAML to paste under `cases:`
     saved = save_regression(pack, entry)             # or append it to the pack's regressions.yaml
 
+A case the pack gets wrong when it is saved is **open** (``open: true``,
+semgrep's ``todoruleid``): every saved regression of a wrong turn fails by
+definition, and an open case is reported by ``check`` without failing it or
+the serving gate, until it passes and ``check`` asks for it to be closed.
+A case the pack already gets right is saved closed: it holds from then on.
+
 :func:`regression_entry` reads the history with the one history reader
 (:func:`cleo_rules.history.read_history`): user turns are written as plain
 strings, assistant turns as ``{role: assistant, content: ...}``, other roles
@@ -18,7 +24,8 @@ unique in the corpus.
 and only appends: the file's text is kept as it is, the case goes after the
 last one, and the result is read back (plain YAML, the corpus schema, the
 case where it should be) before it replaces the file in one rename; a file
-laid out so that appending would not add the case (E206) is left alone.
+laid out so that appending would not add the case (E206), or that the case
+would take over the 1 MiB every corpus file is held to (E207), is left alone.
 """
 
 from __future__ import annotations
@@ -34,10 +41,11 @@ from pathlib import Path
 from ..errors import CleoError, UsageError
 from ..history import ASSISTANT, read_history
 from ..kinds import DecisionKind
+from ..pack.load import MAX_FILE_BYTES
+from .files import REGRESSIONS_FILE
 
 __all__ = ["REGRESSIONS_FILE", "Saved", "regression_entry", "regressions_path", "render_entry", "save_regression"]
 
-REGRESSIONS_FILE = "regressions.yaml"
 MAX_ID_WORDS = 6
 _lock = threading.Lock()
 
@@ -52,15 +60,18 @@ cases:
 
 @dataclass(frozen=True)
 class Saved:
-    """What :func:`save_regression` did: the case's ``id``, its ``yaml``, the ``file`` and whether it was ``written``."""
+    """What :func:`save_regression` did: the case's ``id``, its ``yaml``, the ``file``, whether it was ``written``
+    and whether the case is ``open`` (the pack does not get it right yet)."""
 
     id: str
     yaml: str
     file: Path
     written: bool
+    open: bool = False
 
     def to_dict(self, display: str | None = None) -> dict:
-        return {"id": self.id, "yaml": self.yaml, "file": display or str(self.file), "written": self.written}
+        return {"id": self.id, "yaml": self.yaml, "file": display or str(self.file), "written": self.written,
+                "open": self.open}
 
 
 def regressions_path(pack) -> Path:
@@ -85,11 +96,14 @@ def _taken_ids(corpus_dir: Path) -> set[str]:
 
 
 def regression_entry(message: str, history=(), expect: str = "substantive", *, pack=None, note: str | None = None,
-                     case_id: str | None = None) -> dict:
+                     case_id: str | None = None, open: bool | None = None) -> dict:
     """The case for ``message`` after ``history`` that must be classified ``expect``.
 
     ``pack`` (a compiled pack) makes the id unique in its corpus and, with
     no ``note`` given, records in the note what that pack decides now.
+    ``open`` marks the case open (``open: true``); None (the default) lets
+    ``pack`` decide: the case is open when that pack does not pass it, as
+    the corpus judges it (kind, and with a history the query's shape).
     Raises :class:`~cleo_rules.errors.UsageError` for a kind that is not
     one, or a message that is not a string; the history's own errors are
     the history reader's (``TypeError``/``ValueError`` naming the item).
@@ -111,6 +125,10 @@ def regression_entry(message: str, history=(), expect: str = "substantive", *, p
     if plain_history:
         entry["history"] = plain_history
     entry["expect"] = expect
+    if open is None:
+        open = pack is not None and not _passes(pack, entry)
+    if open:
+        entry["open"] = True
     if note is None and pack is not None:
         d = pack.classify(message, history)
         got = d.kind + (f" by {d.rule}" if d.rule else "")
@@ -118,6 +136,16 @@ def regression_entry(message: str, history=(), expect: str = "substantive", *, p
     if note:
         entry["note"] = note
     return entry
+
+
+def _passes(pack, entry: dict) -> bool:
+    """Whether ``pack`` passes the case ``entry`` as its corpus would judge it."""
+    from .judge import Evaluator
+    from .model import Case, history_item
+
+    case = Case(id=entry["id"], message=entry["message"], expect=entry["expect"], generated=False,
+                history=tuple(history_item(h) for h in entry.get("history", ())))
+    return Evaluator(pack).run(case).ok
 
 
 #: characters a YAML file may not hold as they are (or reads as line breaks): written as escapes
@@ -141,6 +169,8 @@ def render_entry(entry: dict) -> str:
             else:
                 lines.append(f"      - {{role: {item['role']}, content: {_q(item['content'])}}}")
     lines.append(f"    expect: {entry['expect']}")
+    if entry.get("open"):
+        lines.append("    open: true")
     if entry.get("note"):
         lines.append(f"    note: {_q(entry['note'])}")
     return "\n".join(lines) + "\n"
@@ -164,6 +194,11 @@ def _refuse_installed(pack, target: Path) -> None:
 
 def _not_appended(shown: str, reason: str) -> CleoError:
     return CleoError(f"{shown}: {reason}; the case was not appended", code="E206")
+
+
+def _full(shown: str, what: str) -> CleoError:
+    return CleoError(f"{shown} {what}, over the limit of {MAX_FILE_BYTES} bytes (1 MiB) every corpus file is held "
+                     f"to; the case was not appended", code="E207")
 
 
 def _read_cases(path: Path, shown: str) -> list:
@@ -199,7 +234,7 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
     target = Path(path) if path is not None else regressions_path(pack)
     block = render_entry(entry)
     if not write:
-        return Saved(entry["id"], block, target, False)
+        return Saved(entry["id"], block, target, False, bool(entry.get("open")))
     _refuse_installed(pack, target)
     shown = display(target)
     if not target.parent.is_dir():
@@ -207,6 +242,9 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
         raise CleoError(f"no corpus at {display(target.parent)}", code="E203")
     with _lock:
         try:
+            size = target.stat().st_size
+            if size > MAX_FILE_BYTES:  # never read whole: the corpus would not read it either
+                raise _full(shown, f"is {size} bytes")
             old = target.read_text(encoding="utf-8")
         except FileNotFoundError:
             old = None
@@ -216,6 +254,9 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
         text = (old.rstrip("\n") + "\n\n" if old is not None else _header(target)) + block
         if old is not None and re.search(r"^cases:\s*\[\s*\]\s*$", old, re.M):
             text = re.sub(r"^cases:\s*\[\s*\]\s*$", "cases:", old.rstrip("\n"), count=1, flags=re.M) + "\n" + block
+        size = len(text.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise _full(shown, f"would be {size} bytes with the case")
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         tmp = Path(tmp_name)
         try:
@@ -233,4 +274,4 @@ def save_regression(pack, entry: dict, *, write: bool = True, path: Path | None 
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
-    return Saved(entry["id"], block, target, True)
+    return Saved(entry["id"], block, target, True, bool(entry.get("open")))

@@ -4,6 +4,11 @@ Made by :func:`cleo_rules.corpus.run.run_corpus`; :class:`Report` says
 whether the corpus passes and writes itself out as the per-rule table
 (:meth:`Report.format`), one rule's failures (:meth:`Report.rule_text`) or
 one JSON document (:meth:`Report.to_dict`).
+
+Open cases (saved regressions marked ``open: true``) are kept apart in
+:attr:`Report.open`: each is a note (E232) while the pack gets it wrong and
+a warning to close it (E233) once it passes (:func:`open_problem`); neither
+fails the corpus.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import Problem
 from ..pack.load import display
 from .generate import GENERATOR_VERSION
 from .model import CROSS, HAND, plain
@@ -20,7 +26,7 @@ from .model import CROSS, HAND, plain
 if TYPE_CHECKING:
     from ..pack.model import Pack
 
-__all__ = ["GroupStats", "Report", "RuleStats", "Stale"]
+__all__ = ["GroupStats", "Report", "RuleStats", "Skipped", "Stale", "open_problem"]
 
 MAX_SHOWN = 20  # failing cases listed per rule in text output unless asked for all
 
@@ -67,6 +73,32 @@ class Stale:
         return {"rule": None if self.group == CROSS else self.group, "file": self.file, "reason": self.reason}
 
 
+def open_problem(outcome) -> Problem:
+    """What a run says of one open case: a note while the pack gets it wrong (E232), a warning to close it once it
+    passes (E233), placed at the case."""
+    case = outcome.case
+    said = f"open case {case.id} {json.dumps(case.message, ensure_ascii=False)}"
+    where = case.source or "its file"
+    if outcome.ok:
+        return Problem("E233", f"{said} passes now: close it (remove `open: true` at {where})", case.file,
+                       line=case.line, col=1 if case.file else 0, rule=case.rule, severity="warning", rank=30,
+                       help="the pack gets the case right: take out `open: true`, so that it holds from now on")
+    return Problem("E232", f"{said}: {outcome.expected()}, {outcome.got()}", case.file, line=case.line,
+                   col=1 if case.file else 0, rule=case.rule, severity="note", rank=31,
+                   help="a saved regression the pack does not get right yet: fix the rules (it never fails a "
+                        "check meanwhile), or remove the case if the pack is right")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A case not run against a composed pack: ``rule`` is the rule it is of, left out of the pack as ``reason``
+    says (``disabled by team``, ``replaced by team``)."""
+
+    case: object
+    rule: str
+    reason: str
+
+
 @dataclass
 class Report:
     pack: Pack
@@ -79,6 +111,9 @@ class Report:
     generated: int = 0
     hand_written: int = 0
     exists: bool = True
+    open: list = field(default_factory=list)       # Outcome of each open case (never in `outcomes`)
+    skipped: list = field(default_factory=list)    # Skipped: cases of rules the composed pack leaves out
+    of: str | None = None                          # the base pack whose corpus this is (None: the pack's own)
 
     @property
     def failed(self) -> list:
@@ -86,11 +121,41 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.stale and not self.problems
+        return not self.failed and not self.stale and not self.errors
+
+    @property
+    def errors(self) -> list:
+        """The problems that fail the corpus (a warning, such as an open case's disagreement, does not)."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def to_close(self) -> list:
+        """The open cases the pack gets right now: each asks for `open: true` to be removed."""
+        return [o for o in self.open if o.ok]
+
+    def open_problems(self) -> list[Problem]:
+        """One note or warning per open case (:func:`open_problem`): the cases to close first."""
+        return [open_problem(o) for o in sorted(self.open, key=lambda o: not o.ok)]
 
     @property
     def uncovered(self) -> list:
         return sorted({p.rule for p in self.problems if p.code in ("E220", "E221") and p.rule})
+
+    def skipped_counts(self) -> list[tuple[str, str, int]]:
+        """``(rule, reason, cases)`` for each rule whose cases were skipped, in the order first met."""
+        counts: dict[tuple[str, str], int] = {}
+        for s in self.skipped:
+            counts[(s.rule, s.reason)] = counts.get((s.rule, s.reason), 0) + 1
+        return [(rule, reason, n) for (rule, reason), n in counts.items()]
+
+    def skipped_text(self) -> str:
+        """``skipped: 10 cases of correction.x (disabled by team), 2 of vocab.nod (replaced by team)``; empty when
+        none were skipped."""
+        if not self.skipped:
+            return ""
+        shown = [f"{n:,} of {rule} ({reason})" for rule, reason, n in self.skipped_counts()]
+        return f"skipped: {shown[0].replace(' of ', ' case of ' if shown[0].startswith('1 ') else ' cases of ', 1)}" \
+            + "".join(f", {more}" for more in shown[1:])
 
     def totals(self) -> dict:
         t = {k: sum(getattr(r, k) for r in self.rules) for k in ("tp", "fn", "tn", "fp")}
@@ -108,11 +173,26 @@ class Report:
                  f"TP {t['tp']:,} TN {t['tn']:,} FP {t['fp']:,} FN {t['fn']:,}",
                  f"{rules} rules, " + ("all covered both ways" if covered == rules else
                                        f"{covered} covered both ways, {rules - covered} not"),
-                 "corpus stale" if self.stale else "corpus up to date"]
-        others = [p for p in self.problems if p.code not in ("E220", "E221")]
+                 "corpus stale" if self.stale else "corpus up to date" if self.of is None else
+                 f"staleness left to {self.of}'s own check"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped):,} skipped (rules left out of the pack)")
+        others = [p for p in self.errors if p.code not in ("E220", "E221")]
         if others:
             parts.append(f"{len(others)} corpus problem{'s' if len(others) != 1 else ''}")
+        if self.open:
+            close = len(self.to_close)
+            parts.append(f"{len(self.open)} open" + (f" ({close} to close)" if close else ""))
         return ("ok: " if self.ok else "FAILED: ") + "; ".join(parts)
+
+    def open_text(self) -> str:
+        """The open cases for people, those to close first; empty when there are none."""
+        if not self.open:
+            return ""
+        still = len(self.open) - len(self.to_close)
+        head = (f"open: {len(self.open)} saved regression{'s' if len(self.open) != 1 else ''} marked open, "
+                f"{still} not yet right (never a failure), {len(self.to_close)} to close")
+        return "\n".join([head] + [p.format() for p in self.open_problems()])
 
     def format(self, *, max_shown: int = MAX_SHOWN, table: bool = True) -> str:
         """The report for people: the per-rule table, failing cases by rule, staleness, problems, summary.
@@ -123,9 +203,12 @@ class Report:
         p = self.pack
         lines = []
         if table:
-            lines += [f"corpus check: {p.name} {p.version} ({p.content_hash}) against "
-                      f"{display(self.corpus_dir)}/ ({len(self.outcomes):,} cases: {self.generated:,} generated, "
-                      f"{self.hand_written:,} hand-written)", ""]
+            whose = "" if self.of is None else f"the corpus of {self.of}, "
+            lines += [f"corpus check: {whose}{p.name} {p.version} ({p.content_hash}) against "
+                      f"{display(self.corpus_dir)}/ ({len(self.outcomes) + len(self.skipped):,} cases: {self.generated:,} "
+                      f"generated, {self.hand_written:,} hand-written"
+                      + (f"; {len(self.skipped):,} skipped, {len(self.outcomes):,} run)" if self.skipped else ")"),
+                      ""]
             width = max([len(r.rule) for r in self.rules] + [len(CROSS), len(HAND)]) + 2
             lines.append(f"{'rule':<{width}}{'pos':>5}{'neg':>5}{'TP':>6}{'FN':>5}{'TN':>6}{'FP':>5}")
             for r in self.rules:
@@ -152,6 +235,10 @@ class Report:
         if self.problems:
             lines.append("")
             lines += [p.format() for p in self.problems]
+        if self.open:
+            lines += ["", self.open_text()]
+        if table and self.skipped:
+            lines += ["", self.skipped_text()]
         if table:
             lines += ["", self.summary_line()]
         return "\n".join(lines).strip("\n")
@@ -180,11 +267,17 @@ class Report:
                        "generator": GENERATOR_VERSION},
             "summary": {"cases": len(self.outcomes), "passed": len(self.outcomes) - len(self.failed),
                         "failed": len(self.failed), **self.totals(), "rules": len(self.rules),
-                        "uncovered": self.uncovered, "stale": bool(self.stale)},
+                        "uncovered": self.uncovered, "stale": bool(self.stale), "open": len(self.open),
+                        "to_close": len(self.to_close)},
+            "open": [{**o.to_dict(), "close": o.ok, "says": open_problem(o).message} for o in self.open],
             "rules": [r.to_dict() for r in self.rules],
             "groups": [g.to_dict() for g in self.groups],
             "stale": [s.to_dict() for s in self.stale],
             "problems": [pr.to_dict() for pr in self.problems],
+            "of": self.of,
+            "skipped": {"cases": len(self.skipped),
+                        "rules": [{"rule": rule, "reason": reason, "cases": n}
+                                  for rule, reason, n in self.skipped_counts()]},
         }
 
 

@@ -15,6 +15,20 @@ stale (templates, slots or limits changed since ``cleo-rules corpus build``,
 a generated file was edited, or a rule has no generated file), when a rule
 has no positive or no negative case, when a rule fires on none of its
 positives, or when two cases demand different things of the same message.
+
+Open cases (saved regressions marked ``open: true``) are run apart: they are
+not counted per rule and their failing fails nothing; the report lists
+them, and those that pass now as cases to close. Two cases that disagree
+with one of them open are a warning, not an error.
+
+A pack built on others (:mod:`cleo_rules.pack.compose`) has a corpus of its
+own, which covers its own rules, and each base's corpus still runs against the
+composed pack (``base=``), covering that base's rules as they stand in it. A
+case of a rule the composed pack leaves out (disabled, or replaced by another
+pack's rule of the same id) is not run but counted as skipped, with the
+reason (:attr:`Report.skipped <cleo_rules.corpus.report.Report.skipped>`); so
+is a base case that names no rule when the base alone decides it by such a
+rule. Whether a base's generated files are stale is its own check's business.
 """
 
 from __future__ import annotations
@@ -30,7 +44,7 @@ from .cached import generated
 from .generate import rule_kind
 from .judge import Evaluator, Outcome
 from .model import CROSS, HAND, Case, CorpusError, plain, problem, role_tagged
-from .report import GroupStats, Report, RuleStats, Stale
+from .report import GroupStats, Report, RuleStats, Skipped, Stale
 
 __all__ = ["find_contradictions", "find_stale", "find_uncovered", "load_cases", "run_corpus", "tally"]
 
@@ -55,9 +69,11 @@ def _other(o: Outcome) -> str:
     return "KIND"
 
 
-def tally(pack, outcomes) -> tuple[list[RuleStats], list[GroupStats]]:
+def tally(pack, outcomes, rules=None) -> tuple[list[RuleStats], list[GroupStats]]:
+    """Per-rule counts of ``outcomes`` for ``rules`` (default: every rule of the pack), and the groups'."""
     ev = Evaluator(pack)
-    stats = {r.id: RuleStats(r.id, rule_kind(r), r.file, r.line) for r in pack.rules + pack.referent_rules}
+    rules = pack.rules + pack.referent_rules if rules is None else rules
+    stats = {r.id: RuleStats(r.id, rule_kind(r), r.file, r.line) for r in rules}
     cross, hand = GroupStats(CROSS), GroupStats(HAND)
     for o in outcomes:
         c = o.case
@@ -182,10 +198,14 @@ def find_contradictions(cases) -> list[Problem]:
         elif c.rule and c.rule in other.not_rules or other.rule and other.rule in c.not_rules:
             clash = f"and {other.id} disagree on whether {c.rule or other.rule} fires"
         if clash:
+            opened = c.open or other.open  # a wish not yet met: it may well disagree with what holds now
             out.append(problem("E223", f"case {c.id} ({json.dumps(c.message, ensure_ascii=False)}) {clash} "
                                        f"({other.source})", c.file, c.line, 1,
                                rule=c.rule or (c.not_rules[0] if c.not_rules else None), rank=15,
-                               help="the same message cannot be both; fix the template or the hand-written case"))
+                               severity="warning" if opened else "error",
+                               help="an open case cannot be closed while another case demands otherwise: change "
+                                    "one of them" if opened else
+                                    "the same message cannot be both; fix the template or the hand-written case"))
     return out
 
 
@@ -216,14 +236,18 @@ def load_cases(corpus_dir: Path):
     return cases, sum(len(cf.cases) for cf in hand), gen, problems
 
 
-def run_corpus(pack, corpus_dir=None) -> Report:
+def run_corpus(pack, corpus_dir=None, *, base=None) -> Report:
     """Run the corpus in ``corpus_dir`` (default: beside the pack) against ``pack``; the :class:`Report`.
 
-    The pack's own examples are not judged here: :func:`cleo_rules.verify.verify`
-    joins both into one verdict.
+    ``base``, a :class:`~cleo_rules.pack.model.Base` of a composed pack, runs
+    that base's corpus (default: beside the base) against the composed pack,
+    for the base's rules. The pack's own examples are not judged here:
+    :func:`cleo_rules.verify.verify` joins both into one verdict.
     """
-    corpus_dir = Path(corpus_dir) if corpus_dir is not None else default_corpus_dir(pack)
-    report = Report(pack, corpus_dir, exists=corpus_dir.is_dir())
+    if corpus_dir is None:
+        corpus_dir = default_corpus_dir(pack) if base is None else cfiles.corpus_dir_of(base.path)
+    corpus_dir = Path(corpus_dir)
+    report = Report(pack, corpus_dir, exists=corpus_dir.is_dir(), of=base.name if base is not None else None)
     if not report.exists:
         report.problems.append(problem("E203", f"no corpus at {display(corpus_dir)}", display(corpus_dir),
                                        rank=1, help="run `cleo-rules corpus build` to generate one from the rules' "
@@ -231,18 +255,65 @@ def run_corpus(pack, corpus_dir=None) -> Report:
     cases, report.hand_written, gen_files, problems = load_cases(corpus_dir)
     report.generated = len(cases) - report.hand_written
     report.problems += problems
-    try:
-        groups = generated(pack)  # generate(pack), or read back for this very pack
-    except CorpusError as exc:
-        report.problems += list(exc.problems)
-        report.problems.append(problem("E202", "cannot tell whether the corpus is stale until the templates are fixed",
-                                       display(corpus_dir), rank=60))
-    else:
-        report.stale = find_stale(groups, gen_files, corpus_dir)
+    cases, report.skipped = _left_out(pack, cases, base)
+    if base is None:
+        try:
+            groups = generated(pack)  # generate(pack), or read back for this very pack
+        except CorpusError as exc:
+            report.problems += list(exc.problems)
+            report.problems.append(problem("E202", "cannot tell whether the corpus is stale until the templates are "
+                                                   "fixed", display(corpus_dir), rank=60))
+        else:
+            report.stale = find_stale(groups, gen_files, corpus_dir)
     report.problems += _find_bad_references(cases, pack)
     report.problems += find_contradictions(cases)
     ev = Evaluator(pack)
-    report.outcomes = [ev.run(c) for c in cases]
-    report.rules, report.groups = tally(pack, report.outcomes)
+    report.outcomes = [ev.run(c) for c in cases if not c.open]
+    report.open = [ev.run(c) for c in cases if c.open]
+    if base is not None:
+        report.outcomes, decided = _decided_by_left_out(pack, base, report.outcomes)
+        report.skipped += decided
+    scope = [r for r in pack.rules + pack.referent_rules
+             if (pack.owns(r) if base is None else pack.origin(r) == base.name)]
+    report.rules, report.groups = tally(pack, report.outcomes, scope)
     report.problems += find_uncovered(report.rules)
     return report
+
+
+def _left_out(pack, cases, base) -> tuple[list, list[Skipped]]:
+    """The cases to run, and those of rules ``pack`` leaves out (the corpus is ``base``'s, or the pack's own)."""
+    if not pack.composition:
+        return list(cases), []
+    whose = base.name if base is not None else pack.name
+    run, skipped = [], []
+    for c in cases:
+        for rid in ((c.rule,) if c.rule else ()) + c.not_rules:
+            reason = pack.composition.left_out(rid, whose)
+            if reason is not None:
+                skipped.append(Skipped(c, rid, reason))
+                break
+        else:
+            run.append(c)
+    return run, skipped
+
+
+def _decided_by_left_out(pack, base, outcomes) -> tuple[list, list[Skipped]]:
+    """A base's failing cases that name no rule and that the base alone decides by a rule the composed pack
+    leaves out: skipped, not failed. The base is compiled alone (from the cache) only when there is such a case."""
+    failing = [o for o in outcomes if not o.ok and not o.case.rule and not o.case.not_rules]
+    if not failing:
+        return outcomes, []
+    from ..errors import PackError
+    from ..pack.compile import compile_pack
+
+    try:
+        alone = compile_pack(base.path, check_examples=False)
+    except PackError:  # a base that needs another to compile: its failing cases stay failures
+        return outcomes, []
+    skipped: dict[int, Skipped] = {}
+    for o in failing:
+        rule = alone.classify(o.case.message, o.case.history).rule
+        reason = pack.composition.left_out(rule, base.name) if rule else None
+        if rule and reason is not None:
+            skipped[id(o)] = Skipped(o.case, rule, f"decided by it in {base.name} alone; {reason}")
+    return [o for o in outcomes if id(o) not in skipped], list(skipped.values())

@@ -25,7 +25,7 @@ fields reports, the corpus and the pack's own checks read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,8 +146,11 @@ class Family:
 
     # -- building --------------------------------------------------------
 
-    def read_file(self, src: LoadedFile, build: Build) -> None:
-        """Read one file of this kind (validated already): its data (:meth:`read`), then each item (:meth:`build`)."""
+    def read_file(self, src: LoadedFile, build: Build, keep: Callable[[str | None], bool] | None = None) -> None:
+        """Read one file of this kind (validated already): its data (:meth:`read`), then each item (:meth:`build`).
+
+        ``keep``, when given, says of each item's id whether it is built at all (a pack built on others leaves out
+        the rules another pack disables or replaces); an item it refuses is passed over, its id unclaimed."""
         self.read(src, build)
         if self.items is None:
             return
@@ -162,6 +165,8 @@ class Family:
             pointer = pointer_join(base, i)
             given = item.get("id")
             rule_id = given if isinstance(given, str) else None
+            if keep is not None and not keep(rule_id):
+                continue
             claimed = build.claim(src, pointer_join(pointer, "id"), rule_id)
             rule = self.build(item, Item(src, pointer, rule_id, claimed, src.where(pointer)[0], build))
             if rule is not None:

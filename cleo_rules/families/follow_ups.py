@@ -20,7 +20,7 @@ from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import WORD, normalize, original_span
 from .patterns import PatternFamily, PatternLane, PatternRule, no_match, short_of_follow_up
 
-__all__ = ["FOLLOW_UPS", "FollowUpLane", "FollowUps", "topic_note", "topic_ok"]
+__all__ = ["FOLLOW_UPS", "FollowUpLane", "FollowUps", "topic_bound", "topic_note", "topic_ok"]
 
 _TOPIC_NOTE = re.compile(r"(?P<outside>\d+) topic word\(s\) outside the match.*?(?:, (?P<before>\d+) before it)?$")
 
@@ -36,6 +36,17 @@ def topic_ok(rule: PatternRule, outside: int, before: int) -> bool:
     return outside >= rule.min_content_words and \
         (rule.max_content_words is None or outside <= rule.max_content_words) and \
         (rule.max_content_before is None or before <= rule.max_content_before)
+
+
+def topic_bound(rule: PatternRule, outside: int, before: int) -> str | None:
+    """The first of ``rule``'s topic-word bounds that refuses that many topic words around its match, or None."""
+    if outside < rule.min_content_words:
+        return "min_content_words"
+    if rule.max_content_words is not None and outside > rule.max_content_words:
+        return "max_content_words"
+    if rule.max_content_before is not None and before > rule.max_content_before:
+        return "max_content_before"
+    return None
 
 
 def topic_note(rule: PatternRule, outside: int, before: int) -> str:
@@ -66,7 +77,8 @@ class FollowUpLane(PatternLane):
         if words > cap:
             if recorder is not None:
                 recorder.judged(rule, False, f"matched, but the message has {words} words and this rule takes at "
-                                             f"most {cap}")
+                                             f"most {cap}", "word_cap",
+                                "max_words" if rule.max_words is not None else "max_follow_up_words")
             return False
         if rule.guarded and not self._guards_pass(rule, match, walk):
             return False
@@ -77,13 +89,15 @@ class FollowUpLane(PatternLane):
         outside, before = walk.topic_counts(*match.span())
         ok = topic_ok(rule, outside, before)
         if recorder is not None:
-            recorder.judged(rule, ok, topic_note(rule, outside, before))
+            recorder.judged(rule, ok, topic_note(rule, outside, before), "topic_words",
+                            topic_bound(rule, outside, before))
         return ok
 
     @staticmethod
-    def _refuse(recorder, rule, why: str) -> bool:
+    def _refuse(recorder, rule, why: str, setting: str, reason: str = "guard") -> bool:
+        """Refuse ``rule``'s match for ``why`` (a guard, named by ``setting``, unless ``reason`` says otherwise)."""
         if recorder is not None:
-            recorder.judged(rule, False, f"matched, but {why}")
+            recorder.judged(rule, False, f"matched, but {why}", reason, setting)
         return False
 
     def _guards_pass(self, rule, m, walk) -> bool:
@@ -96,18 +110,19 @@ class FollowUpLane(PatternLane):
             # the match ends on a head: its last word is in the set, and no plain
             # noun follows it (that would make a compound: "the boiler service")
             if self._head(rule, m, walk.text) is None:
-                return self._refuse(walk.recorder, rule, f"it does not end on a word of the lexicon's {rule.head_in}")
+                return self._refuse(walk.recorder, rule, f"it does not end on a word of the lexicon's {rule.head_in}",
+                                    "head_in")
         if rule.unless_name or rule.unless_name_before:
             scanned = walk.message[: self.settings.max_scan_chars]
             if rule.unless_name:
                 found = self.context.referents.names(scanned)
                 if found:
-                    return self._refuse(walk.recorder, rule, f"the message names {found[0].text!r}")
+                    return self._refuse(walk.recorder, rule, f"the message names {found[0].text!r}", "unless_name")
             else:
                 start = original_span(scanned, m.start(), m.end(), walk.text)[0]
                 why = self._antecedent_before(scanned, start)
                 if why:
-                    return self._refuse(walk.recorder, rule, why)
+                    return self._refuse(walk.recorder, rule, why, "unless_name_before")
         return True
 
     def _head(self, rule, m, text: str) -> str | None:
@@ -160,7 +175,7 @@ class FollowUpLane(PatternLane):
             if said.role == ASSISTANT and self.context.referents.mentions(said):
                 return True
         return self._refuse(recorder, rule, f"no recent turn mentions {head!r}" if history
-                            else "there is no conversation before it")
+                            else "there is no conversation before it", "requires_antecedent", "no_antecedent")
 
     def _antecedent_before(self, scanned: str, start: int) -> str:
         """What before ``start`` of the message (as typed) a reference there may point at, or ``""``.

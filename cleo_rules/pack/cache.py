@@ -54,7 +54,8 @@ import regex
 import yaml
 
 from ..resources import package_dir, schemas_dir
-from .load import MAX_FILE_BYTES, MAX_FILES, parse_yaml, resolve_member
+from . import compose
+from .load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
 from .model import Pack
 from .snapshot import FORMAT, Unstorable, from_data, to_data
 
@@ -130,9 +131,18 @@ def inputs(pack_dir: Path, manifest_path: Path) -> list[tuple[str, str, str]] | 
 
     The manifest's ``files`` are read from the very bytes digested, each
     member only if the loader would read it (inside the pack, a regular file,
-    within the size bound); any doubt is None, and the pack is compiled
+    within the size bound); so are the manifest and files of every pack it is
+    built on (:mod:`.compose`), with the role ``base``. Any doubt (a base that
+    cannot be found, a range it is outside) is None, and the pack is compiled
     without the cache.
     """
+    found = _inputs(pack_dir, manifest_path)
+    return None if found is None else found[0]
+
+
+def _members(pack_dir: Path, manifest_path: Path, role: str, prefix: str = ""
+             ) -> tuple[list[tuple[str, str, str]], LoadedFile] | None:
+    """The manifest of one pack and the files it lists, digested, and the manifest as read from those bytes."""
     raw = _read(manifest_path)
     if raw is None:
         return None
@@ -140,22 +150,45 @@ def inputs(pack_dir: Path, manifest_path: Path) -> list[tuple[str, str, str]] | 
         manifest, _ = parse_yaml(raw.decode("utf-8"), manifest_path, str(manifest_path))
     except UnicodeDecodeError:
         return None
-    names = manifest.data.get("files") if manifest is not None and isinstance(manifest.data, dict) else None
+    if manifest is None or not isinstance(manifest.data, dict):
+        return None
+    names = manifest.data.get("files", [] if "extends" in manifest.data else None)
     if not isinstance(names, list) or len(names) > MAX_FILES or not all(isinstance(n, str) for n in names):
         return None
-    found = [("manifest", manifest_path.name, _digest(raw))]
+    found = [(role, prefix + manifest_path.name, _digest(raw))]
     for name in names:
         member = resolve_member(pack_dir, name)
         body = _read(member) if member is not None else None
         if body is None:
             return None
-        found.append(("member", name, _digest(body)))
+        found.append((role if role == "base" else "member", prefix + name, _digest(body)))
+    return found, manifest
+
+
+def _inputs(pack_dir: Path, manifest_path: Path) -> tuple[list[tuple[str, str, str]], list[Path]] | None:
+    """:func:`inputs`, and the directories of the packs it is built on, in the order they apply."""
+    own = _members(pack_dir, manifest_path, "manifest")
+    if own is None:
+        return None
+    found, manifest = own
+    base_dirs: list[Path] = []
+    if "extends" in manifest.data:
+        problems: list = []
+        packs = compose.layers(pack_dir, manifest, problems)
+        if problems:
+            return None
+        for i, layer in enumerate(packs[:-1]):
+            base = _members(layer.path, layer.path / MANIFEST, "base", f"{i}:{layer.spec}:")
+            if base is None:
+                return None
+            found += base[0]
+            base_dirs.append(layer.path)
     for schema in sorted(schemas_dir().glob("*.json")):
         body = _read(schema)
         if body is None:
             return None
         found.append(("schema", schema.name, _digest(body)))
-    return found
+    return found, base_dirs
 
 
 @functools.lru_cache(maxsize=1)
@@ -203,11 +236,17 @@ def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str
 
     ``more`` adds inputs of an entry about the pack (the gate's: its corpus files).
     """
-    found = inputs(pack_dir, manifest_path)
+    keyed = _keyed(pack_dir, manifest_path, more)
+    return None if keyed is None else keyed[0]
+
+
+def _keyed(pack_dir: Path, manifest_path: Path, more: list | None = None) -> tuple[str, list[Path]] | None:
+    """:func:`key`, and the directories of the packs the pack is built on."""
+    found = _inputs(pack_dir, manifest_path)
     if found is None:
         return None
-    text = json.dumps([environment(), found] + ([more] if more is not None else []), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    text = json.dumps([environment(), found[0]] + ([more] if more is not None else []), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest(), found[1]
 
 
 # -- the store -------------------------------------------------------------------------------------------
@@ -388,13 +427,14 @@ def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -
     compile as before it.
     """
     store = Store.open()
-    wanted = key(pack_dir, manifest_path) if store is not None else None
-    if store is None or wanted is None:
+    keyed = _keyed(pack_dir, manifest_path) if store is not None else None
+    if store is None or keyed is None:
         return compile()
+    wanted, base_dirs = keyed
     doc = store.read(wanted)
     if doc is not None:
         try:
-            return _known(from_data(doc, pack_dir, manifest_path), wanted)
+            return _known(from_data(doc, pack_dir, manifest_path, base_dirs), wanted)
         except Exception as exc:  # noqa: BLE001 - an entry this version cannot read is compiled again
             log.debug("pack cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
     pack = compile()

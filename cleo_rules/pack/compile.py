@@ -20,10 +20,10 @@ from types import MappingProxyType
 from .. import families
 from ..errors import PackError, PackNotFound, Problem
 from ..resources import rules_dir
-from . import cache
+from . import cache, compose
 from .examples import find_example_problems
 from .load import MANIFEST, MAX_FILES, LoadedFile, display, load_yaml, pointer_join, resolve_member
-from .model import DEFAULT_CONTEXT, Pack, PackSettings
+from .model import DEFAULT_CONTEXT, NOTHING, Base, Composition, Pack, PackSettings, name_packs
 from .sources import check_pack_version, resolve_pack
 from .templates import lint_context
 
@@ -93,59 +93,90 @@ def _compile_cached(path) -> Pack:
 def _compile(path) -> Pack:
     """The compiled pack, which keeps its files; raises on every problem but failing examples.
 
-    The manifest is read and checked, then every file it lists, each by the
-    rule family its ``kind:`` names (:mod:`cleo_rules.families`); then each
-    family, in the registry's order, finishes its rules.
+    The manifest is read and checked, and the packs it is built on
+    (:mod:`.compose`: each base's manifest and files, in the order they
+    apply); then every file each pack lists, each by the rule family its
+    ``kind:`` names (:mod:`cleo_rules.families`), leaving out the rules a
+    later pack disables or replaces; then each family, in the registry's
+    order, finishes its rules.
     """
     pack_dir, manifest_path = _find_manifest(path)
     problems: list[Problem] = []
     manifest, found = load_yaml(manifest_path, display(manifest_path))
     if manifest is None:
         raise PackError(found, pack=display(pack_dir))
-    settings, context = _read_manifest(manifest, problems)
-    files = _read_files(pack_dir, manifest, problems)
+    packs = compose.layers(pack_dir, manifest, problems)
+    raw_settings: dict = {}
+    context = dict(DEFAULT_CONTEXT)
+    for layer in packs:  # each pack's settings and templates over the ones before it, key by key
+        given, templates = _read_manifest(layer.manifest, problems)
+        raw_settings.update(given)
+        context.update(templates)
+    settings = PackSettings(**raw_settings)
+    files = [_read_files(layer.path, layer.manifest, problems) for layer in packs]
+    chosen = compose.plan(packs, files, problems)
     build = families.Build(problems)
-    for _, src, family in files:
-        family.read_file(src, build)
+    for li, layer_files in enumerate(files):
+        keep = chosen.keep(li) if len(packs) > 1 else None
+        for _, src, family in layer_files:
+            family.read_file(src, build, keep)
+    if len(packs) > 1:  # a rule that replaces another takes its place
+        for built in build.rules.values():
+            built.sort(key=lambda rule: chosen.slot.get(rule.id, len(chosen.slot)))
     rules = {f.kind: f.finish(build.rules.get(f.kind, []), build) for f in families.registered()
              if f.items is not None and (f in families.BUILTIN or f.kind in build.rules)}
+    shown = {src.display: layer.name for layer, layer_files in zip(packs, files) for _, src, _ in layer_files}
+    shown.update((layer.manifest.display, layer.name) for layer in packs)
     if any(p.severity == "error" for p in problems):
-        raise PackError(problems, pack=display(pack_dir))
+        raise PackError(name_packs(problems, shown) if len(packs) > 1 else problems, pack=display(pack_dir))
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
-    digest = hashlib.sha256(json.dumps([manifest.data] + [s.data for _, s, _ in files],
-                                       sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
+    hashes = [_digest(packs, files, layer) for layer in range(len(packs))]
+    composition = Composition(
+        tuple(Base(layer.name, layer.version, hashes[i], layer.path, layer.spec, layer.origin, layer.manifest,
+                   MappingProxyType({name: src for name, src, _ in files[i]}))
+              for i, layer in enumerate(packs[:-1])),
+        MappingProxyType(chosen.disabled), MappingProxyType(chosen.replaced)) if len(packs) > 1 else NOTHING
     data = build.data
     return Pack(name=mdata.get("pack", "?"), version=mdata.get("version", "0.0.0"), locale=mdata.get("locale", ""),
-                description=mdata.get("description", ""), path=pack_dir, content_hash=digest, settings=settings,
+                description=mdata.get("description", ""), path=pack_dir, content_hash=hashes[-1], settings=settings,
                 family_rules=rules, context=MappingProxyType(context),
                 slots=MappingProxyType(data.get("slots", {})), slots_seed=data.get("slots_seed", 0),
                 lexicon=MappingProxyType(data.get("lexicon", {})),
                 referent_words=MappingProxyType(data.get("referent_words", {})), manifest=manifest,
-                sources=MappingProxyType({name: src for name, src, _ in files}))
+                sources=MappingProxyType({name: src for name, src, _ in files[-1]}), composition=composition)
 
 
-def _read_manifest(manifest: LoadedFile, problems: list[Problem]) -> tuple[PackSettings, dict]:
-    """The manifest's settings and context templates, its problems added (schema, templates)."""
+def _digest(packs, files, index: int) -> str:
+    """The content hash of the pack ``packs[index]`` with the packs it is built on: of its manifest and files
+    alone when it extends nothing (as it always was), else of each of its packs' in the order they apply."""
+    def one(i: int) -> list:
+        return [packs[i].manifest.data] + [s.data for _, s, _ in files[i]]
+
+    sub = packs[index].sub
+    parts = one(index) if not sub else [one(i) for i in (*sub, index)]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False,
+                                     default=str).encode()).hexdigest()[:16]
+
+
+def _read_manifest(manifest: LoadedFile, problems: list[Problem]) -> tuple[dict, dict]:
+    """The settings a manifest gives and its context templates, its problems added (schema, templates)."""
     from .validate import find_schema_problems, lint_combine
 
     problems += find_schema_problems(manifest, "pack")
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
     given_settings = mdata.get("settings")
     raw_settings = given_settings if isinstance(given_settings, dict) else {}
-    try:
-        settings = PackSettings(**{k: v for k, v in raw_settings.items() if k in PackSettings.__dataclass_fields__})
-    except TypeError:  # pragma: no cover - schema catches wrong keys first
-        settings = PackSettings()
-    if isinstance(settings.combine, str):
-        problems += lint_combine(manifest, settings.combine)
-    if isinstance(settings.combine_resolved, str):
-        problems += lint_combine(manifest, settings.combine_resolved, "combine_resolved", ("referent", "message"))
-    context = dict(DEFAULT_CONTEXT)
+    given = {k: v for k, v in raw_settings.items() if k in PackSettings.__dataclass_fields__}
+    if isinstance(given.get("combine"), str):
+        problems += lint_combine(manifest, given["combine"])
+    if isinstance(given.get("combine_resolved"), str):
+        problems += lint_combine(manifest, given["combine_resolved"], "combine_resolved", ("referent", "message"))
+    if isinstance(given.get("combine_correction"), str):
+        problems += lint_combine(manifest, given["combine_correction"], "combine_correction", ())
     given_context = mdata.get("context")
     problems += lint_context(manifest, given_context)
-    if isinstance(given_context, dict):
-        context.update({k: v for k, v in given_context.items() if isinstance(v, str)})
-    return settings, context
+    context = {k: v for k, v in given_context.items() if isinstance(v, str)} if isinstance(given_context, dict) else {}
+    return given, context
 
 
 def _read_files(pack_dir: Path, manifest: LoadedFile, problems: list[Problem]

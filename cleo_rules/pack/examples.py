@@ -71,13 +71,15 @@ def find_example_problems(pack: Pack) -> list[Problem]:
 
     A rule family that judges its rules' examples itself (referent rules:
     :meth:`~cleo_rules.families.Family.example_problems`) does so; the
-    referent rules are judged first, then the rules that classify.
+    referent rules are judged first, then the rules that classify. In a pack
+    built on others, every rule's are judged against the composed pack, and
+    each problem names the pack its rule comes from.
     """
     problems = []
     for rule in pack.referent_rules + pack.rules:
         found = family_of(rule).example_problems(pack, rule)
         problems += found if found is not None else _rule_example_problems(pack, rule)
-    return problems
+    return pack.placed(problems)
 
 
 def _rule_example_problems(pack: Pack, rule) -> list[Problem]:

@@ -13,7 +13,9 @@ The rules themselves are defined by their families (:mod:`cleo_rules.families`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
@@ -28,7 +30,8 @@ from ..kinds import DecisionKind, FileKind
 from ..matcher import Matcher
 from .load import LoadedFile
 
-__all__ = ["DEFAULT_CONTEXT", "Pack", "PackSettings", "PatternRule", "ReferentRule", "VocabSet"]
+__all__ = ["Base", "Change", "Composition", "DEFAULT_CONTEXT", "Pack", "PackSettings", "PatternRule", "ReferentRule",
+           "VocabSet", "name_packs"]
 
 DEFAULT_CONTEXT = {
     "header": "Memory recalled for this turn (searched for: {query}):",
@@ -47,15 +50,87 @@ class PackSettings:
 
     min_chars: int = 10
     max_follow_up_words: int = 12
-    combine: str = "{anchor}\n{message}"
+    combine: str = "{anchor}\n{topic}\n{referent}\n{message}\n{reply}"
     timeout_ms: float = 50
     max_scan_chars: int = 4000
     anchor_lookback: int = 50
     referents: bool = True
-    combine_resolved: str = "{referent}\n{message}"
+    combine_resolved: str = "{anchor}\n{topic}\n{referent}\n{message}\n{reply}"
     reply_words: int = 20
+    reply_max_words: int = 150
+    combine_correction: str = "{anchor}\n{referent}\n{message}"
     max_referent_words: int = 12
     antecedent_reach: int = 6
+
+
+@dataclass(frozen=True)
+class Base:
+    """A pack a composed pack is built on (``extends:``): its name, version and content hash (the hash its own
+    ``check`` shows), its directory, how the manifest that names it wrote it (``spec``: ``cleo-en``, ``../shared``)
+    and whether it is the ``bundled`` pack, an ``installed`` one or a ``directory``; ``manifest`` and ``sources`` are
+    its files as loaded (each rule file by its name in its manifest), with positions."""
+
+    name: str
+    version: str
+    content_hash: str
+    path: Path
+    spec: str
+    origin: str
+    manifest: LoadedFile | None = field(default=None, compare=False, repr=False)
+    sources: Mapping[str, LoadedFile] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
+
+    def record(self) -> dict:
+        """``{"name", "version", "hash"}``: what a trace and ``check --json`` keep of it."""
+        return {"name": self.name, "version": self.version, "hash": self.content_hash}
+
+
+@dataclass(frozen=True)
+class Change:
+    """A rule of a base that the composition leaves out: ``by`` names the pack that disabled or replaced it, ``of``
+    the pack whose rule it was."""
+
+    rule: str
+    by: str
+    of: str
+
+
+@dataclass(frozen=True)
+class Composition:
+    """How a pack is built on others (:mod:`.compose`): its ``bases``, in the order they apply (a base's own bases
+    before it; later ones win on a shared id), the rules of a base left out because a pack disables them
+    (``disabled``) or defines a rule of the same id (``replaced``), each by its id. A pack that extends nothing has
+    an empty one."""
+
+    bases: tuple[Base, ...] = ()
+    disabled: Mapping[str, Change] = field(default_factory=lambda: MappingProxyType({}))
+    replaced: Mapping[str, Change] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __bool__(self) -> bool:
+        return bool(self.bases)
+
+    def left_out(self, rule_id: str, corpus_of: str) -> str | None:
+        """Why a case of ``rule_id`` in the corpus of the pack ``corpus_of`` is not run against the composed pack
+        (``"disabled by team"``, ``"replaced by team"``), or None when it runs: the rule is in the pack, or the case
+        is in the corpus of the pack whose rule replaced it."""
+        change = self.disabled.get(rule_id)
+        if change is not None:
+            return f"disabled by {change.by}"
+        change = self.replaced.get(rule_id)
+        return f"replaced by {change.by}" if change is not None and change.by != corpus_of else None
+
+    def to_dict(self) -> dict:
+        return {"bases": [b.record() for b in self.bases],
+                "disabled": [{"rule": c.rule, "by": c.by, "of": c.of} for c in self.disabled.values()],
+                "replaced": [{"rule": c.rule, "by": c.by, "of": c.of} for c in self.replaced.values()]}
+
+
+NOTHING = Composition()
+
+
+def name_packs(problems, packs: Mapping[str, str]) -> list:
+    """``problems``, each placed in a file of ``packs`` (a file as shown, to the name of its pack) naming that pack."""
+    return [p if p.pack is not None or p.file not in packs else dataclasses.replace(p, pack=packs[p.file])
+            for p in problems]
 
 
 class Pack:
@@ -75,18 +150,21 @@ class Pack:
     any family's in ``family_rules``. ``requirements``, what each pattern
     requires of a text for the matcher's prefilter, is given only by a pack
     read back from the compiled-pack cache (:mod:`.snapshot`); otherwise the
-    matcher works them out.
+    matcher works them out. ``composition`` says what the pack is built on
+    (:class:`Composition`; empty for a pack that extends nothing): its bases'
+    files are kept there, and ``sources`` holds the pack's own files only.
     """
 
     __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings", "family_rules",
-                 "context", "slots", "slots_seed", "lexicon", "referent_words", "manifest", "sources", "_rules",
-                 "_by_file", "_by_id", "_matcher", "_frozen", "__weakref__")
+                 "context", "slots", "slots_seed", "lexicon", "referent_words", "manifest", "sources", "composition",
+                 "_rules", "_by_file", "_by_id", "_origin", "_matcher", "_frozen", "__weakref__")
 
     def __init__(self, *, name, version, locale, description, path, content_hash, settings, context, slots,
                  slots_seed, vocab_sets=(), follow_ups=(), corrections=(), referent_rules=(),
                  family_rules: Mapping[str, tuple] = MappingProxyType({}), lexicon=MappingProxyType({}),
                  referent_words=MappingProxyType({}), manifest: LoadedFile | None = None,
-                 sources: Mapping[str, LoadedFile] = MappingProxyType({}), requirements=None):
+                 sources: Mapping[str, LoadedFile] = MappingProxyType({}), requirements=None,
+                 composition: Composition = NOTHING):
         rules: dict[str, tuple] = {FileKind.VOCABULARY: tuple(vocab_sets), FileKind.FOLLOW_UPS: tuple(follow_ups),
                  FileKind.CORRECTIONS: tuple(corrections), FileKind.REFERENTS: tuple(referent_rules)}
         rules.update((kind, tuple(given)) for kind, given in family_rules.items())
@@ -94,11 +172,18 @@ class Pack:
                            ("path", path), ("content_hash", content_hash), ("settings", settings),
                            ("family_rules", MappingProxyType(rules)), ("context", context), ("slots", slots),
                            ("slots_seed", slots_seed), ("lexicon", lexicon), ("referent_words", referent_words),
-                           ("manifest", manifest), ("sources", sources)):
+                           ("manifest", manifest), ("sources", sources), ("composition", composition)):
             object.__setattr__(self, key, value)
         listing = sorted((f.listed, n, f.kind) for n, f in enumerate(map(family, rules)) if f.listed is not None)
         object.__setattr__(self, "_rules", tuple(r for _, _, kind in listing for r in rules[kind]))
-        object.__setattr__(self, "_by_file", {src.display: src for src in sources.values()})
+        by_file = {src.display: src for src in sources.values()}
+        origin = dict.fromkeys(by_file, -1)  # the file's pack: -1 this one, else its base's index
+        for i, base in enumerate(composition.bases):
+            for src in base.sources.values():
+                by_file.setdefault(src.display, src)
+                origin.setdefault(src.display, i)
+        object.__setattr__(self, "_by_file", by_file)
+        object.__setattr__(self, "_origin", origin)
         everything = self._rules + tuple(r for kind, given in rules.items() if family(kind).listed is None
                                          for r in given)
         object.__setattr__(self, "_by_id", {r.id: r for r in reversed(everything)})
@@ -149,6 +234,30 @@ class Pack:
         """The rule file ``rule`` was defined in, as loaded (``KeyError`` for a rule the pack was not built
         from its files with)."""
         return self._by_file[rule.file]
+
+    def origin(self, rule) -> str:
+        """The name of the pack ``rule`` comes from: this pack's, or that of the base it was defined in."""
+        i = self._origin.get(rule.file, -1)
+        return self.name if i < 0 else self.composition.bases[i].name
+
+    def owns(self, rule) -> bool:
+        """Whether ``rule`` is defined in this pack's own files, not in a base's (every rule of a pack that extends
+        nothing is its own)."""
+        return self._origin.get(rule.file, -1) < 0
+
+    def placed(self, problems) -> list:
+        """``problems`` of this pack, each naming the pack its file belongs to when the pack is built on others
+        (:attr:`Problem.pack <cleo_rules.errors.Problem.pack>`); as they are for a pack that extends nothing."""
+        if not self.composition:
+            return list(problems)
+        bases = self.composition.bases
+        packs = {shown: self.name if i < 0 else bases[i].name for shown, i in self._origin.items()}
+        if self.manifest is not None:
+            packs[self.manifest.display] = self.name
+        for base in bases:
+            if base.manifest is not None:
+                packs.setdefault(base.manifest.display, base.name)
+        return name_packs(problems, packs)
 
     def classify(self, message: str, history=()) -> Decision:
         """Classify ``message`` given the conversation before it, oldest first.

@@ -17,7 +17,9 @@ family registered from outside the package is not stored. What depends on
 where the pack is read from (its directory, each file's path and how
 messages name it, relative to the working directory) is not stored but
 given to :func:`from_data`, so the same entry serves a pack from any
-directory and any working directory.
+directory and any working directory; so are the directories of the packs a
+composed pack is built on (:mod:`.compose`), whose files are stored like its
+own.
 
 A value of a type this module does not know raises :class:`Unstorable`: such
 a pack is simply not cached.
@@ -36,12 +38,12 @@ import regex
 from ..families import BUILTIN
 from ..kinds import FileKind, RuleKind
 from .load import LoadedFile, display, resolve_member
-from .model import Pack, PackSettings
+from .model import NOTHING, Base, Change, Composition, Pack, PackSettings
 
 __all__ = ["FORMAT", "Unstorable", "from_data", "to_data"]
 
 #: the layout of the data; a change here changes every cache key
-FORMAT = 2
+FORMAT = 3
 
 # the bundled families' rule classes and kinds: the only ones stored and read back
 _RULES = {f.rule_class.__name__: f.rule_class for f in BUILTIN if f.rule_class is not None}
@@ -144,7 +146,9 @@ def to_data(pack: Pack) -> dict:
     if pack.manifest is None:
         raise Unstorable("a pack without its manifest")
     names = list(pack.sources)
-    files = {src.display: i for i, src in enumerate(pack.sources.values())}
+    shown = [src.display for src in pack.sources.values()]
+    shown += [src.display for base in pack.composition.bases for src in base.sources.values()]
+    files = {display: i for i, display in reversed(list(enumerate(shown)))}
     settings = {f.name: _enc(getattr(pack.settings, f.name)) for f in dataclasses.fields(PackSettings)}
     outside = sorted(kind for kind in pack.family_rules if kind not in _FAMILIES)
     if outside:
@@ -164,24 +168,62 @@ def to_data(pack: Pack) -> dict:
         "manifest": _source(pack.manifest),
         "files": names,
         "sources": [_source(src) for src in pack.sources.values()],
+        "composition": _composition(pack),
     }
 
 
-def from_data(doc: dict, pack_dir: Path, manifest_path: Path) -> Pack:
-    """The pack :func:`to_data` wrote, read from ``pack_dir`` (its manifest ``manifest_path``).
+def _composition(pack: Pack) -> dict:
+    """What a composed pack is built on; its bases' files as its own are stored (not where they are)."""
+    bases = []
+    for base in pack.composition.bases:
+        if base.manifest is None:
+            raise Unstorable(f"base {base.name} without its manifest")
+        bases.append({"name": base.name, "version": base.version, "hash": base.content_hash, "spec": base.spec,
+                      "origin": base.origin, "manifest": _source(base.manifest), "files": list(base.sources),
+                      "sources": [_source(src) for src in base.sources.values()]})
+    changes = {what: [[c.rule, c.by, c.of] for c in getattr(pack.composition, what).values()]
+               for what in ("disabled", "replaced")}
+    return {"bases": bases, **changes}
+
+
+def _sources_in(directory: Path, names, docs) -> dict[str, LoadedFile]:
+    paths = []
+    for name in names:
+        member = resolve_member(directory, name)
+        if member is None:
+            raise ValueError(f"file {name!r} is outside {directory}")
+        paths.append(member)
+    return dict(zip(names, (_read_source(s, p) for s, p in zip(docs, paths, strict=True)), strict=True))
+
+
+def _read_composition(doc: dict, base_dirs) -> Composition:
+    if len(doc["bases"]) != len(base_dirs):
+        raise ValueError(f"{len(doc['bases'])} bases stored, {len(base_dirs)} found")
+    if not doc["bases"]:
+        return NOTHING
+    from .load import MANIFEST
+
+    bases = tuple(Base(b["name"], b["version"], b["hash"], Path(where), b["spec"], b["origin"],
+                       _read_source(b["manifest"], Path(where) / MANIFEST),
+                       MappingProxyType(_sources_in(Path(where), b["files"], b["sources"])))
+                  for b, where in zip(doc["bases"], base_dirs, strict=True))
+    changes = {what: MappingProxyType({r: Change(r, by, of) for r, by, of in doc[what]})
+               for what in ("disabled", "replaced")}
+    return Composition(bases, **changes)
+
+
+def from_data(doc: dict, pack_dir: Path, manifest_path: Path, base_dirs=()) -> Pack:
+    """The pack :func:`to_data` wrote, read from ``pack_dir`` (its manifest ``manifest_path``), built on the packs
+    in ``base_dirs`` (the directories of its bases, in the order they apply).
 
     Raises ``ValueError``, ``KeyError`` or ``TypeError`` on data it did not write.
     """
     if doc.get("format") != FORMAT:
         raise ValueError(f"stored format {doc.get('format')!r}, not {FORMAT}")
-    paths = []
-    for name in doc["files"]:
-        member = resolve_member(pack_dir, name)
-        if member is None:
-            raise ValueError(f"file {name!r} is outside {pack_dir}")
-        paths.append(member)
-    sources = [_read_source(s, p) for s, p in zip(doc["sources"], paths, strict=True)]
-    shown = [src.display for src in sources]
+    own = _sources_in(pack_dir, doc["files"], doc["sources"])
+    composition = _read_composition(doc["composition"], base_dirs)
+    shown = [src.display for src in own.values()]
+    shown += [src.display for base in composition.bases for src in base.sources.values()]
     if not set(doc["rules"]) <= _FAMILIES:
         raise ValueError("rules of a family that is not bundled")
     rules = {k: tuple(_read_rule(r, shown) for r in given) for k, given in doc["rules"].items()}
@@ -194,4 +236,4 @@ def from_data(doc: dict, pack_dir: Path, manifest_path: Path) -> Pack:
                 lexicon=MappingProxyType({k: frozenset(v) for k, v in doc["lexicon"].items()}),
                 referent_words=_dec(doc["referent_words"]), requirements=requirements,
                 manifest=_read_source(doc["manifest"], manifest_path),
-                sources=MappingProxyType(dict(zip(doc["files"], sources, strict=True))))
+                sources=MappingProxyType(own), composition=composition)

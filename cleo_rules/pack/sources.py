@@ -44,7 +44,7 @@ ENV_VAR = "CLEO_RULES_PACK"
 
 __all__ = [
     "ENV_VAR", "GROUP", "FoundPack", "PackInfo", "Version", "VersionRange", "VersionRangeError",
-    "available_packs", "check_pack_version", "find_pack", "pack_info", "resolve_pack",
+    "available_packs", "check_pack_version", "find_pack", "pack_info", "resolve_name", "resolve_pack",
 ]
 
 
@@ -418,6 +418,12 @@ def resolve_pack(spec=None) -> Path:
         raise UsageError(f"a pack is named by a directory or a name, not {type(spec).__name__}")
     if isinstance(spec, os.PathLike) or not spec or _looks_like_path(spec):
         return _pack_path(Path(spec))
+    return resolve_name(spec)
+
+
+def resolve_name(spec: str) -> Path:
+    """The directory of the installed pack named ``spec``: an entry point's name, else a manifest's ``pack:``
+    among the available packs; :class:`PackNotFound` (listing the installed packs) when none is."""
     eps = [ep for ep in _entry_points() if ep.name == spec]
     if len(eps) > 1:
         raise PackNotFound(f"rule pack name {spec!r} is advertised by {len(eps)} entry points "
@@ -473,7 +479,9 @@ class FoundPack:
         from the manifest alone (``"?"`` when it lacks them) and the hash is null.
         """
         if pack is not None:
-            return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **self.to_dict()}
+            bases = [b.record() for b in pack.composition.bases]
+            return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **self.to_dict(),
+                    **({"bases": bases} if bases else {})}
         info = pack_info(self.path)
         return {"name": info.name if not info.error else "?", "version": info.version or "?", "hash": None,
                 **self.to_dict()}

@@ -30,7 +30,7 @@ from .load import LoadedFile
 
 __all__ = ["CONTEXT_FIELDS", "MAX_PRECISION", "NUMBER_FIELDS", "QUERY_FIELDS", "lint_context", "template_faults"]
 
-QUERY_FIELDS = ("anchor", "referent", "message")
+QUERY_FIELDS = ("anchor", "topic", "referent", "message", "reply")
 _TURN_FIELDS = ("query", "message", "kind", "count")
 _ITEM_FIELDS = ("title", "date", "text", "score", "id", "item", "source", "rank")
 #: The fields each context template may use (see :mod:`cleo_rules.context`).

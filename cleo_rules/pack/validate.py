@@ -137,6 +137,13 @@ def _describe(error, source: LoadedFile) -> list[Problem]:
                                "write each pattern of the list as a quoted string", pointer_join(pointer, j))]
         return [mk("E123", f"expected a regex string or a list of them, found {_type_of(inst)}",
                    "write the pattern as a quoted string")]
+    if v == "oneOf" and pointer.startswith("/extends/"):
+        if isinstance(inst, dict):  # the mapping's own fault: a key misspelt, or no pack
+            own = [e for e in error.context or () if e.validator != "type"]  # the string form's is a type error
+            if own:
+                return _describe(sorted(own, key=relevance)[0], source)
+        return [mk("E123", f"expected a pack (its name, or a directory) or a mapping {{pack, version}}, found "
+                           f"{_type_of(inst)}", "write cleo-en, ./base, or {pack: cleo-en, version: '^1.0'}")]
     if v == "const":
         return [mk("E124", f"{pointer.rsplit('/', 1)[-1] or 'value'} must be {error.validator_value!r}, found {inst!r}",
                    f"set it to {error.validator_value!r} (file kinds: {', '.join(FileKind)})")]

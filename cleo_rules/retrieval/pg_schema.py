@@ -105,7 +105,7 @@ def quote(identifier: str) -> str:
 
 # -- the tables, and how they came to be --------------------------------------------------------
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = [
     """CREATE TABLE {s}.meta (
@@ -184,15 +184,22 @@ _V1 = [
 
 @dataclass(frozen=True)
 class Migration:
-    """The step that brings a schema from ``version - 1`` to ``version``."""
+    """The step that brings a schema from ``version - 1`` to ``version``.
+
+    ``readable_before``: a schema that lacks this step reads as well without it (the step only adds what
+    writes use, such as a column of the traces), so a store opened read-only need not be upgraded first.
+    """
 
     version: int
     what: str
     statements: tuple[str, ...]
+    readable_before: bool = False
 
 
 MIGRATIONS: list[Migration] = [
     Migration(1, "the conversations, documents, their pieces, the traces", tuple(_V1)),
+    Migration(2, "the traces record the packs the pack is built on",
+              ("ALTER TABLE {s}.traces ADD COLUMN IF NOT EXISTS pack_bases text",), readable_before=True),
 ]
 """Every step from an empty schema to :data:`SCHEMA_VERSION`, in order (step ``n`` makes version ``n``)."""
 
@@ -212,7 +219,9 @@ def check_version(value, where, *, read_only: bool) -> int:
 
     A version newer than this code knows is refused; an older one is
     returned for upgrading, unless the store is opened read-only (an upgrade
-    writes), in which case it is refused with what to do.
+    writes) and a step it lacks is needed to read it, in which case it is
+    refused with what to do (a read-only store whose missing steps are all
+    ``readable_before`` is read as it is).
     """
     if not (isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10):
         raise StoreError(f"memory store {where} is damaged: 'schema_version' is {str(value)[:40]!r}, not a whole "
@@ -223,7 +232,7 @@ def check_version(value, where, *, read_only: bool) -> int:
     if version > newest:
         raise StoreError(f"memory store {where} has schema version {version}, written by a newer cleo-rules; "
                          f"this one reads versions up to {newest}: upgrade cleo-rules to use it")
-    if version < newest and read_only:
+    if version < newest and read_only and not all(m.readable_before for m in steps(version, newest)):
         raise StoreError(f"memory store {where} has schema version {version}; this cleo-rules reads version "
                          f"{newest}; open it once for writing to upgrade it (for example `cleo-rules memory "
                          "rebuild --db URL`), then read it")

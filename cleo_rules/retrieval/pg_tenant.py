@@ -95,7 +95,7 @@ class TenantSchema(MemoryBase):
                 self._check_owner(conn)
                 meta = self._read_meta(conn)
                 version = check_version(meta.get("schema_version"), self.location, read_only=not create)
-                if version < latest():
+                if version < latest() and not self.read_only:  # read-only: it reads as it is (check_version)
                     self._migrate(conn)
             meta = self._read_meta(conn)
             self._check_owner(conn, meta)  # as created or migrated, perhaps by another process meanwhile

@@ -85,9 +85,11 @@ def read_sql(dialect: Dialect, *, since: str | None = None, searched_only: bool 
 
 
 def decode(names: Sequence[str], values: Sequence) -> dict:
-    """One row read back: a dict by column name, with ``results`` decoded from JSON (``[]`` when empty)."""
+    """One row read back: a dict by column name, with ``results`` and ``pack_bases`` decoded from JSON (``[]``
+    when empty, and for a table an earlier version made, which has no ``pack_bases``)."""
     row = dict(zip(names, values))
     row["results"] = json.loads(row["results"]) if row.get("results") else []
+    row["pack_bases"] = json.loads(row["pack_bases"]) if row.get("pack_bases") else []
     return row
 
 

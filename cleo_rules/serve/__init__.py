@@ -52,7 +52,8 @@ def run(settings: ServeSettings, *, on_listening=None) -> None:
     """Serve ``settings`` with uvicorn until SIGTERM or SIGINT, then drain and close.
 
     Refuses (:class:`~cleo_rules.errors.UsageError`) to bind anything but
-    loopback without a key file. On SIGTERM the listening socket closes,
+    loopback without a key file, and to edit a bundled or installed pack
+    (``writable_pack``, E240). On SIGTERM the listening socket closes,
     requests in flight finish (until ``drain_timeout`` seconds after the
     signal; an ingest still running at half of it stops after its batch and
     says which lines are stored), the pack watcher stops and every store is
@@ -66,6 +67,11 @@ def run(settings: ServeSettings, *, on_listening=None) -> None:
     if settings.keys is None and not is_loopback(settings.host):
         raise UsageError(f"without --keys the service only binds loopback (127.0.0.1, ::1, localhost), not "
                          f"{settings.host}; give --keys FILE to let other machines in")
+    if settings.writable_pack:  # a bundled or installed pack is never edited: refused before anything starts
+        from ..editing import refuse_unwritable
+        from ..pack.sources import resolve_pack
+
+        refuse_unwritable(resolve_pack(settings.pack))
     from .server import serve
 
     serve(create_app(settings), settings, on_listening=on_listening)

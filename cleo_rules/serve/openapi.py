@@ -14,7 +14,9 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
+from ..explain import REASONS
 from ..kinds import DecisionKind, Source
+from ..pack.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
 
@@ -150,6 +152,47 @@ def _turn_schemas() -> dict:
     }
 
 
+def _explain_schemas() -> dict:
+    """An explanation: the decision, every rule's attempt, the near misses."""
+    nullable_str = {"type": ["string", "null"]}
+    span = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+            "description": "[start, end) of the rule's match in the message (code points)."}
+    return {
+        "Explanation": {
+            "type": "object",
+            "description": "What `cleo-rules explain --json` prints: the decision, every rule's attempt in the order "
+                           "the walk applies them, and the near misses.",
+            "required": ["decision", "normalized", "words", "attempts", "parts", "near_misses"],
+            "properties": {
+                "decision": _ref("Decision"),
+                "normalized": {"type": "string", "description": "The text the patterns saw."},
+                "words": {"type": "array", "items": {"type": "string"}},
+                "attempts": {"type": "array", "items": _ref("Attempt")},
+                "parts": {"type": "array", "items": {"type": "object"}},
+                "near_misses": {"type": "array", "items": _ref("NearMiss"), "description": (
+                    "The rules whose prefilter words are in the message and which did not take it, in the order "
+                    "tried, the referent rules last.")},
+            },
+        },
+        "Attempt": {
+            "type": "object", "required": ["stage", "rule", "fired", "tried", "span", "matched", "note"],
+            "properties": {"stage": {"type": "string"}, "rule": nullable_str, "fired": {"type": "boolean"},
+                           "tried": {"type": "boolean"}, "span": span, "matched": nullable_str,
+                           "note": {"type": "string"}},
+        },
+        "NearMiss": {
+            "type": "object", "required": ["rule", "stage", "reason", "setting", "detail", "span", "matched"],
+            "properties": {
+                "rule": {**nullable_str, "description": "null for a stage's whole test (the vocabulary test)."},
+                "stage": {"type": "string"},
+                "reason": {"enum": list(REASONS), "description": "\n".join(f"{k}: {v}" for k, v in REASONS.items())},
+                "setting": {**nullable_str, "description": "The rule's key or the pack's setting at work."},
+                "detail": {"type": "string"}, "span": span, "matched": nullable_str,
+            },
+        },
+    }
+
+
 def _store_schemas() -> dict:
     """What an ingest, the stats and a delete answer."""
     return {
@@ -186,10 +229,13 @@ def _pack_schemas() -> dict:
                 "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
                 "problems": {"type": "array", "items": _ref("PackProblem"),
                              "description": "The last refused pack's problems, located; empty after a success."},
-                "corpus": nullable_str, "gate": {"type": "string"},
+                "corpus": nullable_str, "gate": {"type": "string"}, "bases": _ref("PackBases"),
                 "regressions": {"type": "object", "required": ["file", "writable"],
                                 "description": "Where saved regressions go, and whether this service appends them.",
                                 "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
+                "editing": {"type": "object", "required": ["writable"],
+                            "description": "Whether the playground edits the pack's own files (--writable-pack).",
+                            "properties": {"writable": {"type": "boolean"}}},
             },
         },
         "PublicPackStatus": {
@@ -201,29 +247,49 @@ def _pack_schemas() -> dict:
             "properties": {
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "require": nullable_str, "reloads": {"type": "integer"}, "rejections": {"type": "integer"},
-                "watching": {"type": "boolean"}, "gate": {"type": "string"},
+                "watching": {"type": "boolean"}, "gate": {"type": "string"}, "bases": _ref("PackBases"),
             },
+        },
+        "PackBases": {
+            "type": "array", "description": "The packs the pack is built on (extends:), in the order they apply; "
+                                            "empty for a pack that extends nothing.",
+            "items": {"type": "object", "required": ["name", "version", "hash"],
+                      "properties": {"name": {"type": "string"}, "version": {"type": "string"},
+                                     "hash": {"type": "string"}}},
         },
         "PackProblem": {
             "type": "object",
             "required": ["code", "severity", "file", "line", "col", "message", "help"],
             "properties": {
-                "code": {"type": "string"}, "severity": {"enum": ["error", "warning"]}, "file": {"type": "string"},
+                "code": {"type": "string"}, "severity": {"enum": ["error", "warning", "note"]},
+                "file": {"type": "string"},
                 "line": {"type": "integer"}, "col": {"type": "integer"}, "pointer": {"type": "string"},
                 "rule": nullable_str, "message": {"type": "string"}, "help": {"type": "string"},
+                "pack": {"type": ["string", "null"], "description": "In a pack built on others, the pack whose file "
+                                                                    "the problem is in."},
             },
         },
         "PackRules": {
-            "type": "object", "required": ["pack", "version", "hash", "rules"],
+            "type": "object", "required": ["pack", "version", "hash", "rules", "bases", "disabled", "replaced"],
             "properties": {
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "rules": {"type": "array", "items": {
-                    "type": "object", "required": ["id", "kind", "file", "line"],
+                    "type": "object", "required": ["id", "kind", "file", "line", "pack"],
                     "properties": {"id": {"type": "string"},
                                    "kind": {"enum": ["correction", "follow_up", "vocabulary", "referent"]},
                                    "file": {"type": "string"}, "line": {"type": "integer"},
-                                   "description": {"type": "string"}}}},
+                                   "description": {"type": "string"},
+                                   "pack": {"type": "string", "description": "The pack the rule comes from: this "
+                                                                             "one, or a base."}}}},
+                "bases": _ref("PackBases"),
+                "disabled": _ref("LeftOut"), "replaced": _ref("LeftOut"),
             },
+        },
+        "LeftOut": {
+            "type": "array", "description": "Rules of a base the pack leaves out: `by` the pack that disabled or "
+                                            "replaced it, `of` the pack it was of.",
+            "items": {"type": "object", "required": ["rule", "by", "of"],
+                      "properties": {"rule": {"type": "string"}, "by": {"type": "string"}, "of": {"type": "string"}}},
         },
         "PackSource": {
             "type": "object", "required": ["file", "hash", "lines"],
@@ -231,10 +297,53 @@ def _pack_schemas() -> dict:
                            "lines": {"type": "array", "items": {"type": "string"}}},
         },
         "RegressionSaved": {
-            "type": "object", "required": ["id", "yaml", "file", "written"],
+            "type": "object", "required": ["id", "yaml", "file", "written", "open"],
             "properties": {"id": {"type": "string"}, "yaml": {"type": "string",
                                                              "description": "The case, as an item of `cases:`."},
-                           "file": {"type": "string"}, "written": {"type": "boolean"}},
+                           "file": {"type": "string"}, "written": {"type": "boolean"},
+                           "open": {"type": "boolean", "description": (
+                               "The pack does not get the case right yet, so it is saved `open: true`: `check` "
+                               "reports it without failing, and asks for it to be closed once it passes.")}},
+        },
+    }
+
+
+def _editing_schemas() -> dict:
+    """The files the playground edits (--writable-pack), one file's text, and an edit judged."""
+    nullable_str = {"type": ["string", "null"]}
+    return {
+        "PackFiles": {
+            "type": "object", "required": ["writable", "files"],
+            "properties": {"writable": {"type": "boolean"}, "files": {"type": "array", "items": {
+                "type": "object", "required": ["file", "role", "bytes", "sha256"],
+                "properties": {"file": {"type": "string"},
+                               "role": {"enum": ["manifest", "rules", "corpus"]},
+                               "bytes": {"type": ["integer", "null"]}, "sha256": nullable_str}}}},
+        },
+        "PackFileText": {
+            "type": "object", "required": ["file", "text", "sha256"],
+            "properties": {"file": {"type": "string"}, "text": {"type": "string"},
+                           "sha256": {"type": "string", "description": "What If-Match names to edit this text."}},
+        },
+        "Edited": {
+            "type": "object", "required": ["file", "written", "ok", "sha256", "pack", "errors", "problems"],
+            "description": "An edit judged with the whole pack: written only when `ok` (and the text is new).",
+            "properties": {
+                "file": {"type": "string"}, "written": {"type": "boolean", "description": (
+                    "Whether the new text is on disk: false when the pack does not pass with it (`ok` false), or "
+                    "when it is the file's text already")},
+                "ok": {"type": "boolean", "description": "Whether the pack passes the acceptance gate with the edit."},
+                "sha256": {"type": "string", "description": "The file on disk now: If-Match for the next edit."},
+                "pack": {"type": ["object", "null"], "description": "The edited pack: name, version, hash (null "
+                                                                    "when it does not compile)."},
+                "errors": {"type": "integer"},
+                "problems": {"type": "array", "items": _ref("PackProblem"),
+                             "description": "Every finding at its file:line:col, errors first, then warnings and "
+                                            "notes (an open case, one to close)."},
+                "serving": {"type": "object", "description": "The pack serving now: name, version, hash."},
+                "rebuilt": {"type": "array", "items": {"type": "string"},
+                            "description": "The generated corpus files written or removed with the edit (rebuild)."},
+            },
         },
     }
 
@@ -293,8 +402,10 @@ def _problems(*statuses: int) -> dict:
              "came from another origin (`type` says which).",
         404: "Unknown tenant or item.", 413: "The body is over the limit.", 415: "Wrong Content-Type.",
         408: "The body did not arrive within --read-timeout seconds; the connection is closed.",
-        409: "The regression was not written (`yaml` holds it); or the tenant's PostgreSQL schema is not known to "
-             "be its own (E308: an operator resolves it with `cleo-rules memory tenants`); `type` says which.",
+        409: "The regression was not written (`yaml` holds it); the pack's files are not edited here; or the "
+             "tenant's PostgreSQL schema is not known to be its own (E308: an operator resolves it with `cleo-rules "
+             "memory tenants`); `type` says which.",
+        412: "The file changed on disk since the edit began; nothing was written.",
         422: "The pack on disk was rejected.",
         503: "Not ready, queue full, too many bodies being received, over the time limit, or stopping "
              "(`Retry-After`); an ingest that stopped part way says which lines are stored (`stored_lines`).",
@@ -326,6 +437,71 @@ def _operation(keys: bool, summary: str, *, body=None, ok, statuses, params=(), 
     return operation
 
 
+def _pages() -> dict:
+    """The pages for people, each with its own files: the playground, and this document's page. No key needed."""
+    html = {"200": {"description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}
+
+    def files(summary: str, names: list[str]) -> dict:
+        return {"get": {"summary": summary, "security": [],
+                        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"enum": names}}],
+                        "responses": {"200": {"description": "The file"}, **_problems(404)}}}
+
+    return {
+        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
+                      "responses": html}},
+        "/playground/{name}": files("The playground's scripts and style sheet",
+                                    ["editor.js", "playground.css", "playground.js"]),
+        "/docs": {"get": {"summary": "This document as a page to read (HTML; its files are the package's own)",
+                          "security": [], "responses": html}},
+        "/docs/{name}": files("The API page's script and style sheet", ["api.css", "api.js"]),
+    }
+
+
+def _pack_paths(op, keys: bool) -> dict:
+    """The rule pack's operations: status, reload, rules, sources, regressions and the files edited."""
+    file_query = {"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+                  "description": "The file as /v1/pack/files names it."}
+    return {
+        "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
+        "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
+                                       + (" (a key for every tenant, *)" if keys else ""),
+                                       ok="Reloaded", statuses=[422, 503])},
+        "/v1/pack/rules": {"get": op("Every rule of the pack serving now, with its file and line", ok="PackRules",
+                                     statuses=[503])},
+        "/v1/pack/source": {"get": op(
+            "The lines of one of the pack's files (its manifest and rule files)", ok="PackSource",
+            query=[{"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+                    "description": "The file as the pack's rules name it (`file` in /v1/pack/rules)."}],
+            statuses=[400, 404, 413, 503])},
+        "/v1/pack/regressions": {"post": op(
+            "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
+            "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
+            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 408, 409, 413, 415, 503])},
+        "/v1/pack/files": {"get": op(
+            "The pack's own files the playground edits (--writable-pack; none without it)", ok="PackFiles",
+            statuses=[503])},
+        "/v1/pack/file": {
+            "get": op("One file the playground edits: its text and SHA-256", ok="PackFileText",
+                      query=[file_query], statuses=[400, 404, 409, 503]),
+            "put": op("Edit one file: the whole pack is judged by the acceptance gate with the new text, written "
+                      "(atomically) and served only if it passes; answered 200 either way, `written` says "
+                      "(--writable-pack"
+                      + ("; a key for every tenant, *" if keys else "") + ")",
+                      body={"type": "string", "maxLength": MAX_FILE_BYTES,
+                            "description": "The file's new text, UTF-8, at most 1 MiB (every pack file's limit)."},
+                      body_type="text/plain", ok="Edited",
+                      query=[file_query, {"name": "If-Match", "in": "header", "schema": {"type": "string"},
+                                          "description": "The SHA-256 of the text the edit started from, quoted: "
+                                                         "412 when the file is another now."},
+                             {"name": "rebuild", "in": "query", "schema": {"type": "boolean"},
+                              "description": "Build corpus/generated/ again from the edited pack (as `cleo-rules "
+                                             "corpus build`), judge it and write it with the edit: for an edit of "
+                                             "templates, slots or limits, which leaves the corpus stale."}],
+                      statuses=[400, 404, 408, 409, 412, 413, 415, 503]),
+        },
+    }
+
+
 def document(settings, *, keys: bool) -> dict:
     """The OpenAPI document for a service started with ``settings``."""
     try:
@@ -341,6 +517,9 @@ def document(settings, *, keys: bool) -> dict:
                                     statuses=[400, 408, 413, 415, 503])},
         "/v1/classify/batch": {"post": op("Classify many messages, answered in order", body=_ref("BatchRequest"),
                                           ok="BatchResponse", statuses=[400, 408, 413, 415, 503])},
+        "/v1/explain": {"post": op("Classify one message and say why: every rule's attempt and the near misses",
+                                   body=_ref("ClassifyRequest"), ok="Explanation",
+                                   statuses=[400, 408, 413, 415, 503])},
         "/v1/tenants/{tenant}/turns": {"post": op(
             "One turn end to end: classify, search the tenant's memory, build the context, trace it",
             body=_ref("TurnRequest"), ok="TurnResponse", params=[tenant],
@@ -361,32 +540,12 @@ def document(settings, *, keys: bool) -> dict:
                              "schema": {"enum": list(Source)}},
                     {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
             statuses=[400, 404, 409, 503])},
-        "/v1/pack": {"get": op("The rule pack serving now", ok="PackStatus", statuses=[503])},
-        "/v1/pack/reload": {"post": op("Load the pack again; it serves only if it passes the acceptance gate"
-                                       + (" (a key for every tenant, *)" if keys else ""),
-                                       ok="Reloaded", statuses=[422, 503])},
-        "/v1/pack/rules": {"get": op("Every rule of the pack serving now, with its file and line", ok="PackRules",
-                                     statuses=[503])},
-        "/v1/pack/source": {"get": op(
-            "The lines of one of the pack's files (its manifest and rule files)", ok="PackSource",
-            query=[{"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
-                    "description": "The file as the pack's rules name it (`file` in /v1/pack/rules)."}],
-            statuses=[400, 404, 413, 503])},
-        "/v1/pack/regressions": {"post": op(
-            "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "
-            "(--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
-            body=_ref("RegressionRequest"), ok="RegressionSaved", statuses=[400, 408, 409, 413, 415, 503])},
+        **_pack_paths(op, keys),
         "/v1/tenants/{tenant}/recall": {"post": op(
             "What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
             body=_ref("TurnRequest"), ok="RecallResponse", params=[tenant],
             statuses=[400, 404, 408, 409, 413, 415, 503])},
-        "/": {"get": {"summary": "The playground for conversation designers (HTML)", "security": [],
-                      "responses": {"200": {"description": "The page",
-                                            "content": {"text/html": {"schema": {"type": "string"}}}}}}},
-        "/playground/{name}": {"get": {"summary": "The playground's script and style sheet", "security": [],
-                                       "parameters": [{"name": "name", "in": "path", "required": True,
-                                                       "schema": {"enum": ["playground.css", "playground.js"]}}],
-                                       "responses": {"200": {"description": "The file"}, **_problems(404)}}},
+        **_pages(),
         "/healthz": {"get": op("The process is up", ok=None, statuses=[], secured=False)},
         "/readyz": {"get": op("Ready to answer: pack loaded and, with memory, the model warm (the server's paths "
                               "only without keys or to a key for every tenant)", ok="Ready",
@@ -402,8 +561,8 @@ def document(settings, *, keys: bool) -> dict:
                                      "responses": {"200": {"description": "The problem type"},
                                                    **_problems(404)}}},
     }
-    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_store_schemas(), **_pack_schemas(),
-                              **_service_schemas()}}
+    components = {"schemas": {**request_schemas(settings), **_turn_schemas(), **_explain_schemas(),
+                              **_store_schemas(), **_pack_schemas(), **_editing_schemas(), **_service_schemas()}}
     if keys:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer",
                                                     "description": "A key from the service's key file."}}

@@ -13,6 +13,8 @@ service's own endpoints (:mod:`cleo_rules.serve.endpoints.pack` and
                                 beside the pack when the service runs with ``--writable-corpus``
 ``POST /v1/tenants/{t}/recall`` what the tenant's memory recalls for the shaped query and for the raw
                                 message, side by side (nothing is traced)
+``GET|PUT /v1/pack/file``       with ``--writable-pack``, a file of the pack's own, edited in the page
+                                (``editor.js``; :mod:`cleo_rules.serve.endpoints.editing`)
 
 ``GET /v1/pack`` also carries, for the page's live loop, the located
 ``problems`` of the last pack refused and where saved regressions go
@@ -34,6 +36,7 @@ __all__ = ["ASSETS", "CSP", "INDEX", "asset", "load_files", "page"]
 #: the page's files, by the name they are served under, with their media types
 ASSETS = {
     "playground.js": "text/javascript; charset=utf-8",
+    "editor.js": "text/javascript; charset=utf-8",
     "playground.css": "text/css; charset=utf-8",
 }
 INDEX = "index.html"

@@ -66,8 +66,16 @@ PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
                                "(`application/x-ndjson`)."),
     "corpus-not-writable": (409, "The regression was not written",
                             "The service appends saved regressions only when started with --writable-corpus, "
-                            "never into an installed cleo-rules package, and only to a regressions file whose "
-                            "`cases:` list ends it. `yaml` holds the case to add by hand; `code` the error code."),
+                            "never into an installed cleo-rules package, only to a regressions file whose "
+                            "`cases:` list ends it (E206), and never past the 1 MiB every corpus file is held to "
+                            "(E207). `yaml` holds the case to add by hand; `code` the error code."),
+    "pack-not-writable": (409, "The pack's files are not edited here",
+                          "The playground edits the pack's own files only when started with --writable-pack, and "
+                          "never a bundled or installed pack (`code` E240)."),
+    "edit-conflict": (412, "The file changed since the edit began",
+                      "The file on disk is no longer the text the edit started from (`If-Match` names its SHA-256; "
+                      "`code` E242): someone saved it meanwhile. Nothing was written; load the file again and redo "
+                      "the edit."),
     "pack-rejected": (422, "The rule pack was rejected",
                       "The pack on disk did not pass the acceptance gate; the pack that was serving keeps "
                       "serving. `problems` lists the reasons."),

@@ -42,8 +42,10 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy comes with the [memory] extra: a service without memory never loads it
+    import numpy as np
 
 log = logging.getLogger("cleo_rules.serve")
 
@@ -185,7 +187,11 @@ class EmbedScheduler:
         job.finished.wait()
         if job.error is not None:
             raise job.error
-        return np.concatenate(job.parts, axis=0) if len(job.parts) > 1 else job.parts[0]
+        if len(job.parts) == 1:
+            return job.parts[0]
+        import numpy as np
+
+        return np.concatenate(job.parts, axis=0)
 
     def _work(self) -> None:
         self._lower_priority()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..extras import is_postgres_url
+from ..pack.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_PATTERN, valid_tenant
 from .hosts import parse_allowed_hosts
 
@@ -76,6 +77,14 @@ class ServeSettings:
     installed cleo-rules package); without it the playground only shows
     the case's YAML.
 
+    ``writable_pack`` lets the playground edit the pack's own files (its
+    manifest, the files it lists, the hand-written files of its corpus: see
+    :mod:`cleo_rules.editing`), each edit written only when the whole pack
+    passes the acceptance gate; never a bundled or installed pack
+    (:func:`~cleo_rules.serve.run` refuses to start). A file's text is held
+    to :data:`~cleo_rules.pack.load.MAX_FILE_BYTES` (1 MiB), the limit of
+    every pack file.
+
     ``allowed_hosts`` are the host names, besides this machine's own
     (``localhost``, loopback addresses), that a request's ``Host`` may name:
     ``cleo.example.com``, ``.example.com`` (it and its subdomains), an IP
@@ -108,6 +117,7 @@ class ServeSettings:
     max_body_bytes_in_flight: int = 128 << 20
     access_log: bool = False
     writable_corpus: bool = False
+    writable_pack: bool = False
     allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -125,11 +135,12 @@ class ServeSettings:
             raise ValueError(f"max_history must be a non-negative integer, not {self.max_history!r}")
         if self.default_k > self.max_k:
             raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
-        largest = max(self.max_body_bytes, self.max_ingest_bytes if self.memory is not None else 0)
+        largest = max(self.max_body_bytes, self.max_ingest_bytes if self.memory is not None else 0,
+                      MAX_FILE_BYTES if self.writable_pack else 0)
         if self.max_body_bytes_in_flight < largest:
             raise ValueError(f"max_body_bytes_in_flight ({self.max_body_bytes_in_flight}) must hold one body of the "
-                             f"largest size allowed ({largest} bytes: max_body_bytes, and max_ingest_bytes with "
-                             f"memory)")
+                             f"largest size allowed ({largest} bytes: max_body_bytes, max_ingest_bytes with "
+                             f"memory, a pack file's {MAX_FILE_BYTES} with writable_pack)")
         for name in ("request_timeout", "ingest_timeout", "drain_timeout", "read_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, not {getattr(self, name)!r}")

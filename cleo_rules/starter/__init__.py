@@ -2,15 +2,19 @@
 
 :func:`init_pack` writes into a directory (a team's repository, say):
 
-* ``rules/``: a manifest, one vocabulary set, one follow-up pattern and one
-  correction with its request forms, each with examples, counterexamples and
-  templates, and the generator's slots;
-* ``corpus/``: the generated corpus (``corpus/generated/``) and a hand-written
-  ``regressions.yaml``;
+* ``rules/``: a manifest that extends ``cleo-en`` (the bundled pack, within
+  the major version installed), with ``disable:`` and ``settings:`` ready to
+  fill, and an empty file for the team's own corrections (:mod:`.extend`);
+  with ``standalone=True``, the pack of its own it wrote before packs could
+  be built on others: a manifest, one vocabulary set, one follow-up pattern
+  and one correction with its request forms, each with examples,
+  counterexamples and templates, and the generator's slots;
+* ``corpus/``: the generated corpus (``corpus/generated/``, for the
+  standalone pack) and a hand-written ``regressions.yaml``;
 * ``schemas/``: the JSON Schemas that the files' ``# yaml-language-server:
   $schema=`` lines point at, by relative paths inside that directory.
 
-``cleo-rules check`` passes on it straight away.
+``cleo-rules check`` passes on either straight away.
 """
 
 from __future__ import annotations
@@ -62,8 +66,18 @@ class InitResult:
     corpus: object = None  # the corpus BuildResult
 
 
-def init_pack(directory=".", *, name: str | None = None) -> InitResult:
-    """Write a minimal team pack, its corpus and its schemas into ``directory``.
+def _base_range() -> str:
+    """The versions of the bundled pack a new pack is written for: ``^MAJOR.MINOR`` of the one installed."""
+    from ..pack.sources import Version, pack_info
+    from ..resources import rules_dir
+
+    v = Version.parse(pack_info(rules_dir()).version)
+    return f"^{v.major}.{v.minor}"
+
+
+def init_pack(directory=".", *, name: str | None = None, standalone: bool = False) -> InitResult:
+    """Write a minimal team pack, its corpus and its schemas into ``directory``: a pack built on ``cleo-en``
+    (``extends:``), or with ``standalone`` the starter pack of its own.
 
     Refuses (:class:`UsageError`) when ``directory`` already holds ``rules/``,
     ``corpus/`` or ``schemas/`` files that would be overwritten.
@@ -72,7 +86,7 @@ def init_pack(directory=".", *, name: str | None = None) -> InitResult:
     from ..pack.compile import compile_pack
 
     root = Path(directory)
-    starter = _starter()
+    starter = _starter() if standalone else _starter() / "extend"
     rules_src = starter / "rules"
     corpus_src = starter / "corpus"
     pack_name = name or pack_name_for(root)
@@ -94,6 +108,7 @@ def init_pack(directory=".", *, name: str | None = None) -> InitResult:
         text = src.read_text(encoding="utf-8")
         if src.name == "pack.yaml":
             text = re.sub(r"(?m)^pack: .*$", f"pack: {pack_name}", text, count=1)
+            text = re.sub(r'(?m)^(    version: )"[^"]*"', lambda m: f'{m.group(1)}"{_base_range()}"', text, count=1)
         target = root / "rules" / src.name
         target.write_text(text, encoding="utf-8")
         result.written.append(target)
@@ -102,6 +117,7 @@ def init_pack(directory=".", *, name: str | None = None) -> InitResult:
         shutil.copyfile(src, target)
         result.written.append(target)
     result.written += write_schemas(root / "schemas")
-    pack = compile_pack(root / "rules")
-    result.corpus = build_corpus(pack, root / "corpus")
+    pack = compile_pack(root / "rules")  # its examples are judged: a starter that does not check is a bug
+    if standalone:
+        result.corpus = build_corpus(pack, root / "corpus")
     return result

@@ -1,9 +1,13 @@
-"""``POST /v1/classify`` and ``POST /v1/classify/batch``: the classifier over HTTP.
+"""``POST /v1/classify``, ``POST /v1/classify/batch`` and ``POST /v1/explain``: the classifier over HTTP.
 
 The body is read and judged (:mod:`cleo_rules.serve.body`) and the message
 classified on a worker thread, by the one pack serving when the request
 began. A batch answers every item in order; an item the body reader
-refuses gets its problem in its place, the others are answered.
+refuses gets its problem in its place, the others are answered. An
+explanation (:meth:`Pack.explain <cleo_rules.pack.model.Pack.explain>`) is
+the same decision with every rule's attempt and the near misses, what the
+playground shows of a turn no rule took; it is not counted among the
+decisions served.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from ..body import BadRequest, parse_json, read_batch, read_classify
 from ..responses import JSON_TYPES, json_response
 from .common import add_timings, admit, decision_record
 
-__all__ = ["classify", "classify_batch"]
+__all__ = ["classify", "classify_batch", "explain"]
 
 
 async def classify(request: Request) -> Response:
@@ -61,3 +65,19 @@ async def classify_batch(request: Request) -> Response:
     results, seconds = await service.off_loop(work)
     add_timings(request, [("classify", seconds)])
     return json_response({"results": results})
+
+
+async def explain(request: Request) -> Response:
+    service = admit(request)
+    settings = service.settings
+    raw = await service.read_body(request, settings.max_body_bytes, JSON_TYPES)
+    pack = service.packs.pack
+
+    def work():
+        message, history = read_classify(parse_json(raw), settings)
+        start = time.perf_counter()
+        return pack.explain(message, history), time.perf_counter() - start
+
+    explanation, seconds = await service.off_loop(work)
+    add_timings(request, [("explain", seconds)])
+    return json_response({**explanation.to_dict(), "decision": decision_record(explanation.decision)})

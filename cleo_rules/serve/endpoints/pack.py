@@ -33,16 +33,18 @@ MAX_SOURCE_BYTES = 1 << 20
 
 
 def pack_files(pack) -> dict[str, Path]:
-    """The files of ``pack`` the source endpoint may show, by the name its rules give them (``rule.file``)."""
+    """The files of ``pack`` the source endpoint may show, by the name its rules give them (``rule.file``): those of
+    the pack and of the packs it is built on (read only)."""
     from ...pack.sources import display
 
-    root = Path(pack.path).resolve()
-    names = {display(Path(pack.path) / "pack.yaml")} | {r.file for r in (*pack.rules, *pack.referent_rules)}
+    roots = [Path(where).resolve() for where in (pack.path, *(b.path for b in pack.composition.bases))]
+    names = {display(Path(where) / "pack.yaml") for where in (pack.path, *(b.path for b in pack.composition.bases))}
+    names |= {r.file for r in (*pack.rules, *pack.referent_rules)}
     out = {}
     for name in sorted(names):
         path = Path(name)
         path = (path if path.is_absolute() else Path.cwd() / path).resolve()
-        if path == root or root in path.parents:
+        if any(path == root or root in path.parents for root in roots):
             out[name] = path
     return out
 
@@ -57,13 +59,15 @@ def _regressions(service: Service) -> tuple[Path, bool]:
 
 
 def pack_extras(service: Service) -> dict:
-    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file."""
+    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file,
+    and whether the pack's own files are edited here (``--writable-pack``)."""
     from ...corpus.files import display
 
     error = service.packs.last_error
     problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
     target, writable = _regressions(service)
-    return {"problems": problems, "regressions": {"file": display(target), "writable": writable}}
+    return {"problems": problems, "regressions": {"file": display(target), "writable": writable},
+            "editing": {"writable": service.settings.writable_pack}}
 
 
 async def pack_status(request: Request) -> Response:
@@ -84,9 +88,10 @@ async def pack_reload(request: Request) -> Response:
 
 async def pack_rules(request: Request) -> Response:
     pack = admit(request).packs.pack
-    rules = [{"id": r.id, "kind": r.kind, "file": r.file, "line": r.line, "description": getattr(r, "description", "")}
-             for r in (*pack.rules, *pack.referent_rules)]
-    return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules})
+    rules = [{"id": r.id, "kind": r.kind, "file": r.file, "line": r.line, "description": getattr(r, "description", ""),
+              "pack": pack.origin(r)} for r in (*pack.rules, *pack.referent_rules)]
+    return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules,
+                          **pack.composition.to_dict()})
 
 
 async def pack_source(request: Request) -> Response:

@@ -3,7 +3,11 @@
 // Everything comes from the service that serves this page: /v1/classify/batch decides every user turn
 // (one pack answers the whole conversation), /v1/pack/rules gives each rule's file and line, /v1/pack is
 // polled for the live loop (a new hash runs the conversation again; a refused pack's problems are shown),
-// /v1/tenants/{t}/recall shows what memory recalls, /v1/pack/regressions turns a turn into a case.
+// /v1/tenants/{t}/recall shows what memory recalls, /v1/pack/regressions turns a turn into a case, /v1/explain
+// gives a turn's near misses when its details are opened. With --writable-pack the pack's own files are edited in
+// the page (editor.js): an edit that checks is written and the turns run again at once.
+
+import { createEditor } from "./editor.js";
 
 const KINDS = ["skip", "correction", "follow_up", "substantive"];
 const SAMPLE = [
@@ -25,11 +29,12 @@ const state = {
   pollMs: Math.max(200, 1000 * (Number(params.get("poll")) || 1)),
   status: null,       // the last /v1/pack
   memory: false,      // whether the service has memory (from /readyz)
-  rules: { hash: null, byId: new Map() },
+  rules: { hash: null, byId: new Map(), composed: false },
   last: null,         // {hash, turns, results}: the last run
   running: null,      // the run in progress (a promise)
   runs: 0,
   problemsShown: "",
+  editor: null,       // the rule file editor, with --writable-pack
 };
 
 const $ = (id) => document.getElementById(id);
@@ -60,11 +65,13 @@ class ProblemError extends Error {
   }
 }
 
-async function api(path, { method = "GET", body } = {}) {
-  const headers = {};
+async function api(path, { method = "GET", body, text, headers: extra = {} } = {}) {
+  const headers = { ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (text !== undefined) headers["Content-Type"] = "text/plain; charset=utf-8";
   if (state.key) headers.Authorization = `Bearer ${state.key}`;
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const sent = text !== undefined ? text : body === undefined ? undefined : JSON.stringify(body);
+  const response = await fetch(path, { method, headers, body: sent });
   let data = null;
   try {
     data = await response.json();
@@ -170,7 +177,30 @@ function queryView(decision) {
 async function ensureRules(hash) {
   if (state.rules.hash === hash && state.rules.byId.size) return;
   const data = await api("/v1/pack/rules");
-  state.rules = { hash: data.hash, byId: new Map(data.rules.map((rule) => [rule.id, rule])) };
+  state.rules = { hash: data.hash, byId: new Map(data.rules.map((rule) => [rule.id, rule])),
+                  composed: Boolean((data.bases || []).length) };
+  showComposition(data);
+}
+
+/** The packs a pack built on others is made of: each with its rules, and the rules it leaves out (read only). */
+function showComposition(data) {
+  const bases = data.bases || [];
+  $("composition").hidden = !bases.length;
+  if (!bases.length) {
+    $("composition-list").replaceChildren();
+    return;
+  }
+  const count = (name) => data.rules.filter((rule) => rule.pack === name).length;
+  const leftOut = (list, what) => list.map((c) => el("span", { class: "left-out", "data-rule": c.rule,
+    text: `${c.rule} of ${c.of}: ${what} by ${c.by}` }));
+  $("composition-list").replaceChildren(
+    ...bases.map((base) => el("li", { class: "composition-pack", "data-pack": base.name },
+      el("span", { class: "rule-pack", text: `${base.name} ${base.version}` }), ` (${base.hash}): `,
+      `${count(base.name)} rules`)),
+    el("li", { class: "composition-pack", "data-pack": data.pack },
+      el("span", { class: "rule-pack", text: `${data.pack} ${data.version}` }), ` (${data.hash}), this pack: `,
+      `${count(data.pack)} rules of its own`,
+      leftOut(data.disabled || [], "disabled"), leftOut(data.replaced || [], "replaced")));
 }
 
 function ruleEnd(rule) {
@@ -249,6 +279,30 @@ async function fillRecall(result, box) {
   }
 }
 
+/** The near misses of a turn (POST /v1/explain): the rules whose words are in it that did not take it, and why. */
+async function fillNearMisses(result, box) {
+  box.dataset.state = "loading";
+  box.replaceChildren(el("p", { class: "help", text: "asking which rules nearly took it…" }));
+  try {
+    const body = { message: result.message, history: result.history };
+    const data = await api("/v1/explain", { method: "POST", body });
+    const misses = data.near_misses || [];
+    box.replaceChildren(
+      el("h4", { text: misses.length ? "Near misses: rules whose words are in the message, and what stopped each"
+                                     : "Near misses: none (no rule's words are in the message)" }),
+      misses.length ? el("ul", { class: "near-miss-list" }, misses.map((n) => el("li", {
+        class: "near-miss", "data-rule": n.rule || "", "data-reason": n.reason, "data-setting": n.setting || "",
+      }, el("span", { class: "nm-rule", text: n.rule || `(${n.stage} test)` }), " ",
+         el("span", { class: "nm-reason", text: n.setting ? `${n.reason} (${n.setting})` : n.reason }), " ",
+         n.matched !== null ? el("q", { class: "nm-matched", text: n.matched }) : null, n.matched !== null ? " " : null,
+         el("span", { class: "nm-detail", text: n.detail })))) : null);
+    box.dataset.state = "done";
+  } catch (error) {
+    box.replaceChildren(el("p", { class: "error", text: error.message }));
+    box.dataset.state = "error";
+  }
+}
+
 function saveBox(result) {
   const decision = result.decision;
   const select = el("select", { class: "expect", "aria-label": "expected kind" },
@@ -266,8 +320,12 @@ function saveBox(result) {
       });
       yaml.textContent = saved.yaml;
       yaml.hidden = false;
+      const open = saved.open
+        ? " It is open: the pack does not get it right yet, so `check` reports it without failing until it passes,"
+          + " then asks for it to be closed."
+        : "";
       said.textContent = saved.written
-        ? `Appended to ${saved.file} as ${saved.id}.`
+        ? `Appended to ${saved.file} as ${saved.id}.${open}`
         : `Copy this case under cases: in ${saved.file} (this service does not write it: start it with --writable-corpus).`;
     } catch (error) {
       if (error.problem && error.problem.yaml) {
@@ -305,7 +363,8 @@ function userTurn(result, old) {
     ? el("p", { class: "rule-row" }, "Rule ",
         el("a", { class: "rule-link", href: `/v1/pack/source?file=${encodeURIComponent(rule.file)}#L${rule.line}`,
                   text: `${rule.file}:${rule.line}` }),
-        ` (${rule.id}, ${rule.kind}): ${rule.description || ""}`)
+        ` (${rule.id}, ${rule.kind}`, state.rules.composed ? el("span", { class: "rule-pack", text: `, from ${rule.pack}` })
+          : null, `): ${rule.description || ""}`)
     : el("p", { class: "rule-row", text: d.kind === "skip" ? "No rule: the message is under the pack's min_chars."
                                                              : "No rule fired: the message is searched as typed." });
   const link = ruleRow.querySelector("a");
@@ -314,6 +373,11 @@ function userTurn(result, old) {
       event.preventDefault();
       showSource(rule, sourceBox);
     });
+    if (state.editor && state.editor.editable(rule.file)) {
+      const edit = el("button", { type: "button", class: "edit-rule", text: "Edit the rule" });
+      edit.addEventListener("click", () => state.editor.open(rule.file, rule.line));
+      ruleRow.append(edit);
+    }
   }
   const parts = (d.parts || []).length
     ? el("table", { class: "parts-table", "aria-label": "query parts" },
@@ -322,8 +386,9 @@ function userTurn(result, old) {
           el("td", { text: p.name }), el("td", { text: partWhere(p) + (p.rule ? ` (${p.rule})` : "") }),
           el("td", { text: p.text })))))
     : null;
+  const nearMisses = d.kind === "skip" ? null : el("div", { class: "near-misses", "data-state": "waiting" });
   const body = el("div", { class: "body" },
-    ruleRow, sourceBox,
+    ruleRow, nearMisses, sourceBox,
     d.matched ? el("p", {}, "Matched ", el("q", { text: d.matched }), ` at ${d.span[0]}..${d.span[1]}.`) : null,
     parts,
     d.note ? el("p", { class: "note", text: `Note: ${d.note}` }) : null,
@@ -332,6 +397,13 @@ function userTurn(result, old) {
     saveBox(result));
 
   const details = el("details", { class: "turn-details", open: changed.length > 0 }, summary, body);
+  if (nearMisses) {
+    const once = () => {
+      if (details.open && nearMisses.dataset.state === "waiting") fillNearMisses(result, nearMisses);
+    };
+    details.addEventListener("toggle", once);
+    once();
+  }
   const li = el("li", {
     class: `turn turn-user${changed.length ? " changed" : ""}`, "data-index": result.index,
     "data-kind": d.kind, "data-rule": d.rule || "", "data-changed": changed.join(" "),
@@ -418,6 +490,7 @@ function run(reason = "manual") {
     }
   }
   const go = async () => {
+    if (reason === "pack" && state.last && state.status && state.last.hash === state.status.hash) return;
     try {
       await execute(turns, reason);
     } catch (error) {
@@ -445,18 +518,24 @@ function showProblems(status) {
     + "files are fixed:";
   const problems = status.problems && status.problems.length ? status.problems : null;
   $("problem-list").replaceChildren(...(problems
-    ? problems.map((p) => el("li", { class: `problem problem-${p.severity}` },
-        el("span", { class: "location", text: p.line ? `${p.file}:${p.line}:${p.col}` : p.file }), " ",
-        el("span", { class: "code", text: `${p.severity}[${p.code}]` }), " ",
-        p.rule ? el("span", { class: "problem-rule", text: p.rule }) : null, p.rule ? " " : null,
-        el("span", { class: "problem-message", text: p.message }),
-        p.help ? el("span", { class: "help-line", text: `help: ${p.help}` }) : null))
+    ? problems.map(problemItem)
     : [el("li", { class: "problem", text: status.last_error })]));
   box.hidden = false;
 }
 
+/** One located problem: file:line:col, severity[code], the rule, the message and its help. */
+function problemItem(p) {
+  return el("li", { class: `problem problem-${p.severity}` },
+    el("span", { class: "location", text: p.line ? `${p.file}:${p.line}:${p.col}` : p.file }), " ",
+    el("span", { class: "code", text: `${p.severity}[${p.code}]` }), " ",
+    p.rule ? el("span", { class: "problem-rule", text: p.rule }) : null, p.rule ? " " : null,
+    el("span", { class: "problem-message", text: p.message }),
+    p.help ? el("span", { class: "help-line", text: `help: ${p.help}` }) : null);
+}
+
 function showPack(status) {
-  $("pack").textContent = `pack: ${status.pack} ${status.version} (${status.hash}) · reloads ${status.reloads}`
+  const on = (status.bases || []).map((b) => ` on ${b.name} ${b.version}`).join(",");
+  $("pack").textContent = `pack: ${status.pack} ${status.version} (${status.hash})${on} · reloads ${status.reloads}`
     + ` · refused ${status.rejections}`;
   document.body.dataset.pack = status.hash;
 }
@@ -467,12 +546,24 @@ async function poll() {
     state.status = status;
     showPack(status);
     showProblems(status);
-    if (state.last && status.hash !== state.last.hash) await run("pack");
+    if (state.last && status.hash !== state.last.hash) {
+      if (state.editor) await state.editor.refresh();
+      await run("pack");
+    }
   } catch (error) {
     $("pack").textContent = `pack: the service cannot be asked (${error.message})`;
   } finally {
     setTimeout(poll, state.pollMs);
   }
+}
+
+/** An edit was written and serves: show the pack now serving and run the conversation again with it. */
+async function packWritten() {
+  const status = await api("/v1/pack");
+  state.status = status;
+  showPack(status);
+  showProblems(status);
+  if (state.last && status.hash !== state.last.hash) await run("pack");
 }
 
 async function start() {
@@ -518,6 +609,10 @@ async function start() {
     showProblems(state.status);
   } catch (error) {
     $("pack").textContent = `pack: the service cannot be asked (${error.message})`;
+  }
+  if (state.status && state.status.editing && state.status.editing.writable) {
+    state.editor = createEditor({ api, el, $, problemItem, onWritten: packWritten });
+    await state.editor.start();
   }
   await run();
   document.body.dataset.ready = "true";
