@@ -27,10 +27,10 @@ finds the **referent** of a follow-up, deterministically:
 "a)") when it has at least two, else the things it names in order.
 *Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
 quoted titles, and, in a reply that names nothing in capitals, its opening
-subject before one of the pack's ``clause_verbs`` ("prezzo is an italian
-restaurant": "prezzo"), which catches names typed in lower case; a name the
-opening subject goes on in lower case is read whole ("Yippee noodle bar
-serves ...": "Yippee noodle bar", not "Yippee"). Names that only fix a time (the pack's
+subject before one of the pack's ``clause_verbs`` ("vellino is an italian
+restaurant": "vellino"), which catches names typed in lower case; a name the
+opening subject goes on in lower case is read whole ("Harbour noodle bar
+serves ...": "Harbour noodle bar", not "Harbour"). Names that only fix a time (the pack's
 ``time_words``: months, days) are never referents, nor is a one-word name that
 is an English word right before a lower-case noun that is no verb (the lexicon's
 ``plain_nouns``): "an Italian restaurant", "Korean food" qualify a noun, they
@@ -248,7 +248,7 @@ class ReferentFinder:
                     if not found:
                         found.append(subject)
                 elif len(overlapping) == 1 and self._cut_short(overlapping[0], subject):
-                    found[found.index(overlapping[0])] = subject  # "Thanh binh is ...": the name as the subject says it
+                    found[found.index(overlapping[0])] = subject  # "Lan anh is ...": the name as the subject says it
         found.sort(key=lambda m: m.start)
         del found[MAX_MENTIONS:]
         items = _list_items(text, MAX_MENTIONS)
@@ -263,7 +263,7 @@ class ReferentFinder:
         return _Reading(tuple(found), options)
 
     def _cut_short(self, name: Mention, subject: Mention) -> bool:
-        """Whether the reply's opening subject is ``name`` typed on in lower case ("Yippee noodle bar is ..."):
+        """Whether the reply's opening subject is ``name`` typed on in lower case ("Harbour noodle bar is ..."):
         it starts where the name does and goes on with at most three lower-case words, each a noun or a word the
         lexicon does not know ("Cresswell it is" is a name, then a pronoun)."""
         if name.start != subject.start or name.end >= subject.end:
@@ -287,8 +287,8 @@ class ReferentFinder:
     def _opening_subject(self, text: str) -> Mention | None:
         """The noun phrase that opens the reply, before its first clause verb, when it names something.
 
-        "prezzo is an italian restaurant" names "prezzo", "bloomsbury restaurant
-        is in the centre" names "bloomsbury restaurant". It may follow a short
+        "vellino is an italian restaurant" names "vellino", "marlowe restaurant
+        is in the centre" names "marlowe restaurant". It may follow a short
         opening ("Yes, ", "Of course, "), but nothing else: the phrase's first
         word (after "the") must not be a common English word, and it holds no
         figure, so "Then the fallback ...", "once the shelving ..." and "285 it
