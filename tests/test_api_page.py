@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -15,7 +14,9 @@ from cleo_rules.serve import ServeSettings, api_page, create_app
 from cleo_rules.serve.keys import KeyRing
 from cleo_rules.serve.playground import CSP
 
-FILES = Path(__file__).resolve().parents[1] / "cleo_rules" / "serve" / "static" / "api"
+from helpers import ROOT
+
+FILES = ROOT / "cleo_rules" / "serve" / "static" / "api"
 PUBLIC = ("/docs", "/docs/api.js", "/docs/api.css", "/openapi.json")
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent / "cleo_rules"
+from helpers import ROOT as CHECKOUT
+
+ROOT = CHECKOUT / "cleo_rules"
 
 #: the classifier and everything that judges a pack: never retrieval, never an embedding model
 CLASSIFIER = ("cleo_rules", "cleo_rules.pack.compile", "cleo_rules.matcher", "cleo_rules.runtime",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -20,7 +19,9 @@ from cleo_rules import load_pack
 from cleo_rules.cli import cli
 from cleo_rules.resources import rules_dir
 
-SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+from helpers import DATA
+
+SARIF_SCHEMA = json.loads((DATA / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 SARIF = jsonschema.Draft4Validator(SARIF_SCHEMA)
 BUNDLED = load_pack()
 

@@ -22,10 +22,11 @@ import pytest
 import yaml
 from junitparser import Failure, JUnitXml
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import DATA, ROOT
+
 DOCS = ROOT / "docs"
 BIN = Path(sys.executable).parent
-SARIF = jsonschema.Draft4Validator(json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json")
+SARIF = jsonschema.Draft4Validator(json.loads((DATA / "sarif-schema-2.1.0.json")
                                               .read_text(encoding="utf-8")))
 
 

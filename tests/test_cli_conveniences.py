@@ -16,7 +16,8 @@ import yaml
 
 from cleo_rules.cli import COMMANDS, cli, main
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 BIN = Path(sys.executable).parent
 
 

@@ -8,11 +8,12 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-import browser
 from cleo_rules.pack.compile import compile_pack
-from netguard import loopback_only
-from service import Service
-from test_compose import HISTORY, TWELVE, write_team
+
+from helpers import browser
+from helpers.compose import HISTORY, TWELVE, write_team
+from helpers.netguard import loopback_only
+from helpers.service import Service
 
 pytestmark = pytest.mark.browser
 

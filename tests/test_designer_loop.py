@@ -14,7 +14,7 @@ from cleo_rules.cli import cli
 from cleo_rules.errors import PackError
 from cleo_rules.pack.compile import compile_pack, compile_with_examples
 
-MINI = Path(__file__).parent / "packs" / "mini-1.0"
+from helpers import MINI
 
 
 @pytest.fixture

@@ -27,8 +27,9 @@ from cleo_rules import load_pack
 from cleo_rules.kinds import DecisionKind
 from cleo_rules.text import WORD, normalize
 
-ROOT = Path(__file__).resolve().parent.parent
-HASHES = ROOT / "tests" / "data" / "dev_message_hashes.txt"
+from helpers import DATA, ROOT
+
+HASHES = DATA / "dev_message_hashes.txt"
 PACKS = (ROOT / "rules", ROOT / "cleo_rules" / "starter" / "rules")
 CORPUS = ROOT / "corpus"
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

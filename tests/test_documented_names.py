@@ -6,11 +6,11 @@ from __future__ import annotations
 import importlib
 import re
 import warnings
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 DOCS = [ROOT / "README.md", ROOT / "SECURITY.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_PYTHON = {"cleo_rules.packs"}  # the entry point group installed packs advertise themselves in
 IMPORT = re.compile(r"^\s*from (cleo_rules[\w.]*) import ([\w, ]+)$", re.MULTILINE)

@@ -24,7 +24,7 @@ from cleo_rules.retrieval import EmbeddingNotice
 from cleo_rules.retrieval.locate import open_memory
 from cleo_rules.retrieval.provenance import META_KEYS, PROBE_MIN_COSINE, PROBE_TEXT, decode_probe
 
-from conftest import ToyEmbedder
+from helpers.embedders import ToyEmbedder
 
 DOCS = [{"type": "document", "id": f"d{i}", "title": f"Job {i}", "date": "2024-03-01", "text": text}
         for i, text in enumerate(["replaced the pressure valve on Larch Close", "serviced the boiler at the mill",

@@ -16,7 +16,8 @@ import pytest
 from cleo_rules import codes
 from cleo_rules.codes import CATEGORIES, CODES
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 PACKAGE = ROOT / "cleo_rules"
 CODE_LITERAL = re.compile(r"""["'](E\d{3})["']""")
 

@@ -35,9 +35,11 @@ from cleo_rules.prefilter import words_of_tokens
 from cleo_rules.resources import rules_dir
 from cleo_rules.text import normalize, word_pattern
 
+from helpers import DATA, PACKS, ROOT
+
 PACK = load_pack()
-MINI = load_pack(Path(__file__).parent / "packs" / "mini-1.0")
-RECORD = Path(__file__).resolve().parent / "data" / "explain-walk.json"
+MINI = load_pack(PACKS / "mini-1.0")
+RECORD = DATA / "explain-walk.json"
 VANS = ["Which van insurer covers tools left in the van overnight?",
         {"role": "assistant", "content": "Two do: Brightline Commercial and Zego Van. Brightline is cheaper."}]
 
@@ -361,7 +363,7 @@ def test_json_carries_the_near_misses(elsewhere):
 
 # -- the README's example ---------------------------------------------------------------------------
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 INSTALLED = "<installed pack cleo-en>"
 
 

@@ -28,7 +28,8 @@ from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import schemas_dir
 from cleo_rules.walk import Lane, WalkResult
 
-MINI = Path(__file__).parent / "packs" / "mini-1.0"
+from helpers import MINI
+
 HISTORY = ["Which van insurer should we use?"]
 
 GREETINGS_SCHEMA = {

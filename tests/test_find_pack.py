@@ -18,7 +18,7 @@ from cleo_rules.errors import PackNotFound, UsageError
 from cleo_rules.pack.sources import find_pack
 from cleo_rules.resources import rules_dir
 
-PACKS = Path(__file__).parent / "packs"
+from helpers import PACKS
 
 
 def run(*args, env=None):

@@ -15,7 +15,7 @@ not Unicode) anywhere in a request, in a string or in a field name, is a 400
 problem (E319) naming the field, checked before anything is done with the
 request: a turn writes no trace, and in a batch only the item holding it fails.
 
-The services are started for real on loopback (``tests/service.py``) and
+The services are started for real on loopback (``tests/helpers/service.py``) and
 stopped by their pid.
 """
 
@@ -42,7 +42,8 @@ from cleo_rules import matcher as matcher_module
 from cleo_rules import names as names_module
 from cleo_rules import referents as referents_module
 from cleo_rules.resources import data_dir
-from service import Service
+
+from helpers.service import Service
 
 PACK = load_pack()
 CAP = PACK.settings.max_scan_chars
@@ -338,7 +339,7 @@ def test_item1_an_earlier_user_message_past_the_cap_decides_as_its_head(small_ca
 
 
 def test_item1_a_turn_reads_a_huge_history_as_classify_does(tmp_path):
-    from conftest import ToyEmbedder
+    from helpers.embedders import ToyEmbedder
 
     from cleo_rules.retrieval import MemoryStore
     from cleo_rules.turn import Recall
@@ -496,7 +497,7 @@ class GatedService(Service):
     there. (The hook is set by the script that starts the command, in the served process only.)"""
 
     def __init__(self, root: Path, *args):
-        from service import ROOT, free_port
+        from helpers.service import ROOT, free_port
 
         self.gate = root / "gate"
         self.gate.mkdir()

@@ -39,7 +39,8 @@ from cleo_rules import load_pack
 from cleo_rules.history import HistoryError
 from cleo_rules.resources import data_dir
 from cleo_rules.serve.settings import ServeSettings
-from service import Service
+
+from helpers.service import Service
 
 PACK = load_pack()
 SERVICE = ServeSettings()  # the service's defaults

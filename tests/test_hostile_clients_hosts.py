@@ -29,7 +29,8 @@ import pytest
 from cleo_rules.resources import corpus_dir, rules_dir
 from cleo_rules.serve import Settings, create_app
 from cleo_rules.serve.keys import KeyRing
-from service import ROOT, Service
+
+from helpers.service import ROOT, Service
 
 JSON = {"Content-Type": "application/json"}
 NDJSON = {"Content-Type": "application/x-ndjson"}

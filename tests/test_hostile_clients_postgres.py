@@ -38,8 +38,8 @@ from cleo_rules.serve.keys import KeyRing
 from cleo_rules.trace import read_traces
 from cleo_rules.turn import Recall
 
-from conftest import ToyEmbedder
-from service import Service
+from helpers.embedders import ToyEmbedder
+from helpers.service import Service
 
 LONG = "acme-corporation-international-holdings-emea-division-0001xx"
 CRAFTED = "acme-corporation-international-holdings-emea-_6765bc9c0902"

@@ -27,7 +27,7 @@ and a bad one keeps the keys read before.
 A tenant whose PostgreSQL schema records another tenant (E308) gets a 409
 ``tenant-schema-conflict`` problem that tells it an operator must resolve it.
 
-The services are started for real on loopback (``tests/service.py``) and
+The services are started for real on loopback (``tests/helpers/service.py``) and
 stopped by their pid; those with memory embed with the toy embedder, through a
 hook that can also hold an embedding or a classification until the test
 releases it (:class:`HookedService`).
@@ -54,8 +54,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cleo_rules.serve.keys import KeyRing, hash_key
-from hostile import TOY_EMBEDDER
-from service import ROOT, Service, free_port, metric
+
+from helpers.hostile import TOY_EMBEDDER
+from helpers.service import ROOT, Service, free_port, metric
 
 JSON = {"Content-Type": "application/json"}
 NDJSON = {"Content-Type": "application/x-ndjson"}
@@ -551,7 +552,7 @@ def own_pg():
     """A PostgreSQL server of the test's own, to stop while the service uses it."""
     import tempfile
 
-    from conftest import PgServer
+    from helpers.postgres import PgServer
 
     server = PgServer(tempfile.mkdtemp(prefix="cleo-drop-"))
     yield server
@@ -814,7 +815,7 @@ def pg_db(pg):
 def test_a_tenant_whose_schema_records_another_gets_409_and_nothing_is_read_or_written(tmp_path, pg_db):
     from cleo_rules.retrieval.postgres import PgStore
 
-    from conftest import ToyEmbedder
+    from helpers.embedders import ToyEmbedder
 
     with PgStore.open(f"{pg_db}&tenant=beta", ToyEmbedder()) as store:
         store.add_document("d1", "Note", "2024-01-01", "beta's own note about the boiler")

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.text import visible_length
-from hostile import run_python
+
+from helpers.hostile import run_python
 
 PACK = load_pack()
 HISTORY = ["Can you find me a cheap van insurance quote for next month?"]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from cleo_rules.resources import corpus_dir, rules_dir
 
-from hostile import run_python
+from helpers.hostile import run_python
 
 FILES = sorted(p.name for p in rules_dir().glob("*.yaml"))
 CPU_SECONDS = 5

@@ -33,9 +33,9 @@ from cleo_rules.pack.validate import lint_pattern
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import MAX_WATCHED_FILES, NO_CORPUS, PackManager
 
-from hostile import ROOT, run_python
+from helpers import MINI
+from helpers.hostile import run_python
 
-MINI = ROOT / "tests" / "packs" / "mini-1.0"
 LOCATED = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+):(?P<col>\d+): error\[(?P<code>E\d{3})\]", re.M)
 RULE_PATTERN = "    pattern: '\\btell (?:me|us) more\\b'"
 

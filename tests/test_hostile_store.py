@@ -26,9 +26,9 @@ from cleo_rules.retrieval.chunk import DEFAULT_CHUNK_MAX_CHARS, chunk_text
 from cleo_rules.trace import REDACTED, TABLE, Tracer, read_traces
 from cleo_rules.turn import Recall
 
-from conftest import ToyEmbedder
-from hostile import TOY_EMBEDDER, conversations, documents, jsonl, last_json, run_python, snapshot
-from test_trace import decision
+from helpers.embedders import ToyEmbedder
+from helpers.hostile import TOY_EMBEDDER, conversations, documents, jsonl, last_json, run_python, snapshot
+from helpers.results import decision
 
 DEEP = '{"type": "document", "id": "deep", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
 
@@ -330,7 +330,7 @@ def test_16_two_processes_ingesting_into_one_store_both_land(tmp_path):
     import subprocess
     import sys
 
-    from hostile import LIMITS, ROOT
+    from helpers.hostile import LIMITS, ROOT
 
     store = tmp_path / "mem"
     MemoryStore.open(store, embedder=ToyEmbedder()).close()
@@ -590,7 +590,7 @@ def test_19_traced_text_is_capped(tmp_path):
 
 
 def test_19_redaction_keeps_kinds_rules_ids_scores_and_timings(tmp_path):
-    from test_context import SNIPPET
+    from helpers.results import SNIPPET
 
     with MemoryStore.open(tmp_path, embedder=ToyEmbedder()) as store:
         recall = Recall(store, trace={"redact": True}, k=3)

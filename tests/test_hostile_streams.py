@@ -26,8 +26,8 @@ from cleo_rules.resources import corpus_dir, rules_dir
 from cleo_rules.retrieval import MemoryStore
 from cleo_rules.turn import Recall
 
-from conftest import ToyEmbedder
-from hostile import documents, jsonl, run_cli
+from helpers.embedders import ToyEmbedder
+from helpers.hostile import documents, jsonl, run_cli
 
 BOM = b"\xef\xbb\xbf"
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cleo_rules import PackManager, load_pack
-from netguard import loopback_only
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+from helpers.netguard import loopback_only
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 
 import pytest
 
 from cleo_rules import PackManager, load_pack
-from netguard import loopback_only
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+from helpers.netguard import loopback_only
+
 QUESTION = "Which van insurer covers tools left in the van overnight?"
 REPLY = "Two do: Brightline Commercial and Zego Van. Brightline is cheaper."
 CHOICE = "Yes, go with the second one."

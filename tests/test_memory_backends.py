@@ -33,10 +33,10 @@ from cleo_rules.retrieval.locate import open_memory
 from cleo_rules.trace import read_traces
 from cleo_rules.turn import Recall
 
-from conftest import ToyEmbedder
-from hostile import TOY_EMBEDDER
+from helpers import ROOT
+from helpers.embedders import ToyEmbedder
+from helpers.hostile import TOY_EMBEDDER
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = data_dir() / "sample_memory.jsonl"
 RECORDS = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
 BY_ID = {r["id"]: r for r in RECORDS}

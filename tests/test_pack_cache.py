@@ -34,14 +34,12 @@ from cleo_rules.pack import compile as compile_mod
 from cleo_rules.pack.compile import compile_pack, compile_with_examples
 from cleo_rules.resources import inside_package, rules_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import MINI, ROOT
+
 QUOTES = ["Compare the two van insurance quotes",
           {"role": "assistant", "content": "Hadley quotes 2,140 a year and Cresswell 1,865."}]
 ALBUM = ["What did Elbow release in 2008?",
          {"role": "assistant", "content": "The Seldom Seen Kid, their fourth album, came out in March 2008."}]
-
-
-MINI = ROOT / "tests" / "packs" / "mini-1.0"
 
 
 @pytest.fixture(scope="module")

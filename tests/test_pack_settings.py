@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from pathlib import Path
 
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.pack.model import PackSettings
 from cleo_rules.pack.validate import validator_of
 from cleo_rules.resources import schemas_dir
 
+from helpers import MINI
+
 SCHEMA = json.loads((schemas_dir() / "pack.schema.json").read_text(encoding="utf-8"))["properties"]["settings"]
-MINI = Path(__file__).parent / "packs" / "mini-1.0"
 
 
 def test_each_default_is_the_one_the_schema_states():

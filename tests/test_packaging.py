@@ -16,14 +16,13 @@ import sys
 import tarfile
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 import yaml
 
 from cleo_rules import resources
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def test_editable_install_reads_the_top_level_directories():
@@ -140,7 +139,7 @@ def test_installed_bundled_pack_checks_with_its_corpus(installed):
 
 
 def test_the_readmes_first_example_is_exactly_what_the_installed_command_prints(installed):
-    from test_readme_first_screen import INSTALLED, expected, first_example
+    from helpers.readme import INSTALLED, expected, first_example
 
     _, _, run, _ = installed
     argv, lines = first_example()
@@ -254,7 +253,7 @@ def test_installed_playground_refuses_to_write_into_the_package(installed):
     """`cleo-rules playground --writable-corpus` on the bundled pack of an installed wheel: E205, nothing written."""
     import httpx
 
-    from service import free_port
+    from helpers.service import free_port
 
     target, work, _, _ = installed
     corpus = target / "cleo_rules" / "_data" / "corpus"

@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,7 +16,8 @@ from cleo_rules.cli import cli, main
 from cleo_rules.pack.sources import GROUP
 from cleo_rules.resources import rules_dir
 
-PACKS = Path(__file__).parent / "packs"
+from helpers import PACKS
+
 BUNDLED = str(rules_dir())
 DIST = f"cleo-rules {importlib.metadata.version('cleo-rules')}"
 SOURCE = f"entry point cleo-en ({DIST})"

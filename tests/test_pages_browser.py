@@ -1,4 +1,4 @@
-"""The service's pages in a real browser (headless Chromium through Selenium, see tests/browser.py): the
+"""The service's pages in a real browser (headless Chromium through Selenium, see tests/helpers/browser.py): the
 playground's near misses of a turn, and the OpenAPI document's page. One service for the module, on a copy of
 the bundled pack; outbound connections are refused throughout, and the console must stay free of errors."""
 
@@ -10,11 +10,12 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-import browser
 from cleo_rules import load_pack
 from cleo_rules.resources import rules_dir
-from netguard import loopback_only
-from service import Service
+
+from helpers import browser
+from helpers.netguard import loopback_only
+from helpers.service import Service
 
 pytestmark = pytest.mark.browser
 

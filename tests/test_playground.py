@@ -21,9 +21,11 @@ import yaml
 from cleo_rules import load_pack
 from cleo_rules.resources import corpus_dir, rules_dir
 from cleo_rules.serve.playground import ASSETS, CSP
-from service import Service
 
-STATIC = Path(__file__).resolve().parents[1] / "cleo_rules" / "serve" / "static"
+from helpers import ROOT
+from helpers.service import Service
+
+STATIC = ROOT / "cleo_rules" / "serve" / "static"
 JSON = {"Content-Type": "application/json"}
 HISTORY = ["Which van insurer covers tools left in the van overnight?",
            {"role": "assistant", "content": "Two do: Brightline Commercial and Zego Van. Brightline is cheaper."}]

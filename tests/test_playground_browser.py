@@ -1,4 +1,4 @@
-"""The playground in a real browser: headless Chromium driven by Selenium (see tests/browser.py).
+"""The playground in a real browser: headless Chromium driven by Selenium (see tests/helpers/browser.py).
 
 Each test loads the page served by a real service on a copy of the bundled pack, types a
 conversation as a designer would and reads what the page shows, which must be the library's own
@@ -19,12 +19,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-import browser
 from cleo_rules import load_pack
 from cleo_rules.decision import Part
 from cleo_rules.resources import corpus_dir, rules_dir
-from netguard import loopback_only
-from service import Service
+
+from helpers import browser
+from helpers.netguard import loopback_only
+from helpers.service import Service
 
 pytestmark = pytest.mark.browser
 

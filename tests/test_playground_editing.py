@@ -19,7 +19,8 @@ import pytest
 from cleo_rules import load_pack
 from cleo_rules.pack.load import MAX_FILE_BYTES
 from cleo_rules.resources import rules_dir
-from service import Service
+
+from helpers.service import Service
 
 FOLLOW_UPS = "rules/follow_ups.yaml"
 TEXT = {"Content-Type": "text/plain; charset=utf-8"}

@@ -28,9 +28,11 @@ from cleo_rules.retrieval.pg_schema import (
 )
 from cleo_rules.retrieval.postgres import Database, PgStore
 
-from conftest import PgServer, ToyEmbedder
+from helpers import ROOT as CHECKOUT
+from helpers.embedders import ToyEmbedder
+from helpers.postgres import PgServer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(CHECKOUT)  # the subprocesses' working directory and PYTHONPATH
 
 
 def docs(prefix: str, n: int, text: str = "{p} job sheet {i}: replaced valve {i} on Larch Close") -> list[str]:
@@ -292,7 +294,7 @@ def test_a_newer_or_damaged_schema_is_refused(pg, pg_tenant):
 
 
 def test_two_processes_creating_one_tenant_at_once_both_succeed(pg, pg_tenant):
-    code = ("import sys; sys.path.insert(0, 'tests'); from conftest import ToyEmbedder; "
+    code = ("import sys; sys.path.insert(0, 'tests'); from helpers.embedders import ToyEmbedder; "
             "from cleo_rules.retrieval.postgres import PgStore; "
             "s = PgStore.open(sys.argv[1], ToyEmbedder()); s.add_document(sys.argv[2], 'T', '2024-01-01', 'x y'); "
             "s.close()")
@@ -486,7 +488,7 @@ def test_a_url_without_the_postgres_extra(tmp_path, argv):
 
 
 def test_the_embedded_store_never_imports_psycopg(tmp_path):
-    code = ("import sys; sys.path.insert(0, 'tests'); from conftest import ToyEmbedder; "
+    code = ("import sys; sys.path.insert(0, 'tests'); from helpers.embedders import ToyEmbedder; "
             "from cleo_rules.retrieval.locate import open_memory; from cleo_rules.turn import Recall; "
             f"s = open_memory({str(tmp_path / 'm')!r}, ToyEmbedder()); s.add_document('d', 'T', '2024-01-01', 'a b'); "
             "Recall(s).turn('What did the a b document say?'); s.close(); "

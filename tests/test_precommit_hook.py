@@ -16,7 +16,8 @@ import pytest
 
 from cleo_rules.starter import init_pack
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 
 pytestmark = [

@@ -4,8 +4,6 @@ before any set-up; its pre-commit example names a release as the project tags th
 from __future__ import annotations
 
 import re
-import shlex
-from pathlib import Path
 
 import pytest
 import yaml
@@ -15,28 +13,8 @@ from cleo_rules.cli import main
 from cleo_rules.pack.load import display
 from cleo_rules.resources import rules_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-INSTALLED = "<installed pack cleo-en>"
-
-
-def first_example() -> tuple[list[str], list[str]]:
-    """The first console example of the README: its command's arguments and the lines it shows printed."""
-    block = re.search(r"```console\n(.*?)```", README, re.S).group(1)
-    lines = block.splitlines()
-    command = lines.pop(0)
-    while command.endswith("\\"):
-        command = command[:-1] + lines.pop(0)
-    argv = shlex.split(command.removeprefix("$ "))
-    assert argv[0] == "cleo-rules"
-    return argv[1:], lines
-
-
-def expected(lines: list[str], where: str) -> str:
-    """The example's lines as the command prints them: `(…)` is the bundled pack's content hash, and the pack is
-    at ``where`` (an installed cleo-rules names it `<installed pack cleo-en>`)."""
-    text = "\n".join(lines) + "\n"
-    return text.replace("(…)", f"({load_pack().content_hash})").replace(INSTALLED, where)
+from helpers import ROOT
+from helpers.readme import INSTALLED, README, expected, first_example
 
 
 def test_the_first_screen_shows_a_decision_before_any_set_up():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +13,9 @@ from cleo_rules import load_pack
 from cleo_rules.cli import cli
 from cleo_rules.resources import data_dir
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+from helpers import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def classify_examples():

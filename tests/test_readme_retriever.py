@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from cleo_rules import load_pack
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 class Store:

@@ -10,8 +10,7 @@ from cleo_rules.cli import main
 from cleo_rules.retrieval import MemoryStore
 from cleo_rules.trace import Tracer
 
-from test_context import R
-from test_trace import decision
+from helpers.results import R, decision
 
 
 def run(capsys, *argv):

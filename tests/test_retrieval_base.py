@@ -27,7 +27,7 @@ from cleo_rules.retrieval.provenance import EmbeddingCheck, Recorded
 from cleo_rules.retrieval.tables import TABLES, Source
 from cleo_rules.turn import Recall
 
-from conftest import ToyEmbedder
+from helpers.embedders import ToyEmbedder
 
 
 class ListTraces:

@@ -18,7 +18,8 @@ from cleo_rules.retrieval import embed as embed_mod
 from cleo_rules.retrieval import onnx_backend, torch_backend
 from cleo_rules.retrieval.embed import DEFAULT_MODEL_NAME, Embedder, default_model_path, embed_threads
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 SHIPPED = ROOT / "models" / "all-MiniLM-L6-v2"
 
 # texts of every shape a store meets: short questions, nods, names, numbers, punctuation, accents and

@@ -10,15 +10,7 @@ from cleo_rules.errors import IngestError
 from cleo_rules.retrieval import MemoryStore
 from cleo_rules.retrieval.ingest import IngestReport, ingest_lines, open_lines, parse_line
 
-
-def conversation(id, text="We compared two quotes for the van insurance renewal.", **extra):
-    return {"type": "conversation", "id": id, "title": f"Title {id}", "date": "2024-02-19",
-            "messages": [{"role": "user", "text": text}, {"role": "assistant", "text": "Noted."}], **extra}
-
-
-def document(id, text="The boiler service costs eighty-five pounds.", **extra):
-    return {"type": "document", "id": id, "title": f"Doc {id}", "date": "2024-02-01", "text": text, **extra}
-
+from helpers.records import conversation, document
 
 KEEP = document("doc-keep", "Our ladders were inspected in April and passed.")
 

@@ -77,9 +77,8 @@ def test_documented_imports_work_without_a_warning(module, name):
 
 def _documented_names():
     import re
-    from pathlib import Path
+    from helpers import ROOT as root
 
-    root = Path(__file__).resolve().parents[1]
     found = set()
     for doc in [root / "README.md", root / "SECURITY.md", *sorted((root / "docs").glob("*.md"))]:
         text = doc.read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from cleo_rules.retrieval.records import (
 )
 from cleo_rules.retrieval.tables import Source
 
-from test_retrieval_ingest import conversation, document
+from helpers.records import conversation, document
 
 CONVERSATION = {"type": "conversation", "id": " c1 ", "title": " Vans ", "date": "2024-02-03",
                 "messages": [{"role": "user", "text": " Which insurer? "}, {"role": "assistant", "text": "Zego — cheaper."}]}

@@ -31,7 +31,8 @@ from cleo_rules.errors import PackError
 from cleo_rules.pack.model import Pack, PatternRule, VocabSet
 from cleo_rules.pack.load import MAX_FILE_BYTES, MAX_FILES
 
-PACKS = Path(__file__).parent / "packs"
+from helpers import PACKS
+
 MINI = PACKS / "mini-1.0"
 
 

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from cleo_rules import load_pack
 from cleo_rules.serve import Settings, create_app
 from cleo_rules.serve.problems import PROBLEM_TYPES
-from service import Service, metric
+
+from helpers.service import Service, metric
 
 LIMITS = {"max_message_chars": 200, "max_history": 4, "max_batch": 5, "max_body_bytes": 4096}
 HISTORY = ["Compare the two van insurance quotes"]

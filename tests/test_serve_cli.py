@@ -10,7 +10,8 @@ import pytest
 
 from cleo_rules.serve.keys import KeyRing
 from cleo_rules.serve.settings import DEFAULTS
-from service import ROOT
+
+from helpers.service import ROOT
 
 
 def cli(*args, timeout=60):

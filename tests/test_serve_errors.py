@@ -25,7 +25,9 @@ from cleo_rules.errors import StoreError
 from cleo_rules.pack.model import Pack
 from cleo_rules.serve import ServeSettings, create_app
 from cleo_rules.serve.problems import PROBLEM_TYPES
-from conftest import ToyEmbedder
+
+from helpers import ROOT
+from helpers.embedders import ToyEmbedder
 
 JSON = {"Content-Type": "application/json"}
 HISTORY = ["Compare the two van insurance quotes"]
@@ -176,7 +178,7 @@ def test_the_body_reader_refuses_exactly_the_histories_the_classifier_would(hist
 def test_no_endpoint_catches_type_or_value_errors():
     """The handlers catch only the errors they mean: the reading step's BadRequest, an ingest's IngestError,
     a regression file's CleoError. A broad ``except (TypeError, ValueError)`` would blame the request."""
-    root = Path(__file__).resolve().parent.parent / "cleo_rules" / "serve" / "endpoints"
+    root = ROOT / "cleo_rules" / "serve" / "endpoints"
     caught = []
     for path in sorted(root.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

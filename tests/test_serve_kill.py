@@ -16,7 +16,7 @@ import warnings
 import httpx
 import pytest
 
-from service import Service
+from helpers.service import Service
 
 pytestmark = pytest.mark.model
 

@@ -30,7 +30,8 @@ from cleo_rules import load_pack
 from cleo_rules.context import build_context
 from cleo_rules.resources import data_dir
 from cleo_rules.serve.keys import KeyRing
-from service import ROOT, Service, metric
+
+from helpers.service import ROOT, Service, metric
 
 pytestmark = pytest.mark.model
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cleo_rules.serve import ServeSettings, create_app, openapi
 
-RECORD = Path(__file__).resolve().parent / "data" / "serve-openapi.json"
+from helpers import DATA
+
+RECORD = DATA / "serve-openapi.json"
 SMALL: dict[str, Any] = {"max_message_chars": 200, "max_history": 4, "max_batch": 5, "max_k": 20, "default_k": 3}
 #: name -> (settings, whether the service has keys)
 VARIANTS = {

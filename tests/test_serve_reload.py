@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from service import Service, metric
+from helpers import PACKS
+from helpers.service import Service, metric
 
-PACKS = Path(__file__).parent / "packs"
 JSON = {"Content-Type": "application/json"}
 HISTORY = ["Which van insurer should we use?"]
 NOD = "Perfect, that works."  # substantive in mini 1.0, a follow-up (vocab.nod) in mini 1.1

@@ -19,7 +19,8 @@ from cleo_rules.pack.sources import (
 )
 from cleo_rules.resources import rules_dir
 
-PACKS = Path(__file__).parent / "packs"
+from helpers import PACKS
+
 MINI = PACKS / "mini-1.0"
 
 

@@ -11,7 +11,7 @@ from cleo_rules.cli import main
 from cleo_rules.retrieval import MemoryStore
 from cleo_rules.trace import TABLE, read_traces
 
-from test_turn import fill
+from helpers.memory import fill
 
 pytestmark = pytest.mark.model
 

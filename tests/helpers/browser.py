@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
          "--disable-extensions", "--force-device-scale-factor=1", "--window-size=1280,800")
 SIZES = {"wide": (1280, 800), "narrow": (390, 844)}
-OUT = Path(__file__).resolve().parents[1] / "out"
+OUT = ROOT / "out"
 
 
 def start(profile: Path):

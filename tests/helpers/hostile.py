@@ -15,14 +15,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 TOY_EMBEDDER = '''
 import hashlib, re
 import numpy as np
 
 class Toy:
-    """Bag of words hashed into 64 dimensions (the conftest ToyEmbedder, for subprocesses)."""
+    """Bag of words hashed into 64 dimensions (helpers.embedders.ToyEmbedder, for subprocesses)."""
     model_name = "toy-bag-of-words-64"
     loaded = True
     dim = 64
