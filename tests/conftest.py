@@ -41,7 +41,7 @@ def _no_pack_from_the_environment(monkeypatch):
 
 
 # the error-code registry's suite-wide tests judge what every other test raised: they run last
-SUITE_LAST = "tests/test_error_codes.py::test_suite_"
+SUITE_LAST = "tests/project/test_error_codes.py::test_suite_"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,7 +4,7 @@ the walk has, each from a real message; the brief for a follow-up, a correction,
 
 ``tests/data/explain-walk.json`` was recorded with ``explain`` as it printed every rule (the code before the brief
 view), without its last line (the pack, whose path depends on where the checkout is). When the bundled pack's rules
-change, record it again from ``--all``: ``python tests/test_explain_brief.py --write``.
+change, record it again from ``--all``: ``PYTHONPATH=tests .venv/bin/python tests/test_explain_brief.py --write``.
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ def test_the_readme_shows_what_explain_prints(elsewhere, capsys):
     out, err = capsys.readouterr()
     assert exit_.value.code == 0 and err == ""
     # `(…)` is the pack's content hash; an installed cleo-rules names its pack `<installed pack cleo-en>`, this
-    # checkout names its directory (tests/test_packaging.py runs the wheel)
+    # checkout names its directory (tests/project/test_packaging.py runs the wheel)
     expected = "\n".join(lines).replace("(…)", f"({PACK.content_hash})").replace(INSTALLED, display(rules_dir()))
     assert out == expected + "\n"
     assert "near misses" in out and "no rule took it" in out

@@ -1,6 +1,6 @@
 """The OpenAPI document as a page (``GET /docs``): files of the package's own, a Content-Security-Policy without
 'unsafe-inline', nothing from another host, and admitted as ``/openapi.json`` is: no key, behind the Host guard.
-(The page in a browser: tests/test_pages_browser.py.)"""
+(The page in a browser: tests/serve/test_pages_browser.py.)"""
 
 from __future__ import annotations
 

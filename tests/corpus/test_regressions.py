@@ -158,7 +158,7 @@ def test_a_file_whose_cases_do_not_end_it_is_left_alone(tmp_path):
 def test_nothing_is_written_into_the_installed_package(tmp_path, monkeypatch):
     """The bundled pack of an installed wheel (its files inside the package) is refused, as `corpus build` refuses it.
 
-    (tests/test_packaging.py does the same with a wheel really installed.)
+    (tests/project/test_packaging.py does the same with a wheel really installed.)
     """
     pack = load_pack()
     target = package_dir() / "_data" / "corpus" / "regressions.yaml"

@@ -2,7 +2,7 @@
 
 Two services for the module on copies of a pack started with `cleo-rules init`: ``writable``, the playground
 with --writable-pack; ``readonly``, the playground without it. The browser tests of the same loop are in
-tests/test_playground_browser.py; the library under it in tests/test_editing.py.
+tests/serve/test_playground_browser.py; the library under it in tests/test_editing.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The record was taken before the endpoints moved into modules, so moving
 code cannot change the API unnoticed. A change that is meant rewrites it:
-``python tests/test_serve_openapi.py --write``.
+``PYTHONPATH=tests .venv/bin/python tests/serve/test_serve_openapi.py --write``.
 """
 
 from __future__ import annotations

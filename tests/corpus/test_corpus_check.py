@@ -400,7 +400,8 @@ def test_two_cases_with_one_id(pack_copy):
 
 
 def test_corpus_build_never_writes_into_the_package(capsys):
-    """The checkout's package directory stands in for an installed one (tests/test_packaging.py installs a wheel)."""
+    """The checkout's package directory stands in for an installed one (tests/project/test_packaging.py installs a
+    wheel)."""
     from cleo_rules.cli import main
     from cleo_rules.resources import package_dir
 

@@ -36,8 +36,8 @@ def test_the_first_example_is_what_the_command_prints(tmp_path, monkeypatch, cap
         main(argv)
     out, err = capsys.readouterr()
     assert exit_.value.code == 0 and err == ""
-    # this checkout's pack is not installed, so the command names its directory (tests/test_packaging.py runs the
-    # example from the wheel, where the line reads exactly as the README shows it)
+    # this checkout's pack is not installed, so the command names its directory (tests/project/test_packaging.py runs
+    # the example from the wheel, where the line reads exactly as the README shows it)
     assert out == expected(lines, display(rules_dir()))
 
 

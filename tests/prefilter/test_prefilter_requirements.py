@@ -54,7 +54,7 @@ PIECES = ["a", "b", "ab", "it", "the", "one", "'s", "s", " ", " ", ",", ".", "1"
 texts = st.lists(st.sampled_from(PIECES), max_size=14).map("".join)
 
 
-# more examples for a longer run: PREFILTER_EXAMPLES=20000 pytest tests/test_prefilter_requirements.py -k hold
+# more examples for a longer run: PREFILTER_EXAMPLES=20000 pytest tests/prefilter/test_prefilter_requirements.py -k hold
 EXAMPLES = int(os.environ.get("PREFILTER_EXAMPLES", "500"))
 
 
