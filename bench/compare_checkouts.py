@@ -96,7 +96,7 @@ def turn_figures(checkout: Path, passes: int) -> dict[str, float]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--a", type=Path, required=True, help="the checkout before")
     parser.add_argument("--b", type=Path, default=ROOT, help="the checkout after (default: this one)")
     parser.add_argument("--runs", type=int, default=5, help="processes per checkout and benchmark (default 5)")
