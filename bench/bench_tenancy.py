@@ -9,7 +9,7 @@ several ``hnsw.ef_search``. pgvector before 0.8 has no iterative index
 scans: the index hands back ``ef_search`` candidates from every tenant, the
 filter keeps ``small``'s, and the query gets what is left. PgStore gives
 each tenant its own tables and index, so a search walks only the tenant's
-own graph (tests/test_postgres_store.py holds it to k results at 1%).
+own graph (tests/retrieval/test_postgres_store.py holds it to k results at 1%).
 
 Usage: python bench/bench_tenancy.py [--rows 20000]
 """

@@ -3,7 +3,7 @@
 The pack's rules, examples and corpus must not copy a message of the
 evaluation data (``../shared/eval``: the dialogue sets' ``message`` fields,
 the SGD ``utterance`` and the TREC CAsT ``raw_utterance`` of each line).
-The data is not in the repository, so ``tests/test_dev_messages.py`` checks
+The data is not in the repository, so ``tests/project/test_dev_messages.py`` checks
 against these hashes instead, which it can do anywhere.
 
 A message's key is its text case-folded, its inner white space collapsed and

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.embedders import ToyEmbedder
+from helpers.postgres import PgServer
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # the compiled-pack cache of this run (and of the commands it starts): never the developer's own
@@ -38,7 +41,7 @@ def _no_pack_from_the_environment(monkeypatch):
 
 
 # the error-code registry's suite-wide tests judge what every other test raised: they run last
-SUITE_LAST = "tests/test_error_codes.py::test_suite_"
+SUITE_LAST = "tests/project/test_error_codes.py::test_suite_"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -280,82 +283,12 @@ def load_calls(monkeypatch):
     return calls
 
 
-class ToyEmbedder:
-    """A stand-in for the model: a text's vector is its bag of words, hashed into 64 dimensions.
-
-    Deterministic and instant, so store tests that only need *some* vectors
-    (sharing words makes texts similar) run without loading the model.
-    """
-
-    model_name = "toy-bag-of-words-64"
-    loaded = True
-    dim = 64
-
-    def encode(self, texts):
-        import hashlib
-        import re
-
-        import numpy as np
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[row, hashlib.blake2b(word.encode(), digest_size=2).digest()[0] % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1, norms)
-
-
 @pytest.fixture
 def toy_embedder():
     return ToyEmbedder()
 
 
 # -- PostgreSQL -------------------------------------------------------------------------------------
-
-
-class PgServer:
-    """A private PostgreSQL server (the ``pgserver`` package: PostgreSQL 16 with pgvector) in a temporary directory.
-
-    ``url(tenant)`` is a store location in it. ``admin()`` is a connection
-    as the superuser that owns everything. ``stop()`` and ``start()`` take
-    the server down and bring it back on the same socket, for the tests of a
-    server that goes away mid-session.
-    """
-
-    def __init__(self, root):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR is not set
-            import pgserver
-
-            self.server = pgserver.get_server(root, cleanup_mode="delete")
-        self.base = self.server.get_uri()
-        with self.admin() as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-
-    def url(self, tenant: str | None = None) -> str:
-        return self.base + (f"&tenant={tenant}" if tenant else "")
-
-    def admin(self):
-        import psycopg
-
-        return psycopg.connect(self.base, autocommit=True)
-
-    def stop(self) -> None:
-        from pgserver._commands import pg_ctl
-
-        pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.server.pgdata, user=self.server.system_user)
-
-    def start(self) -> None:
-        from pgserver._commands import pg_ctl
-
-        info = self.server.get_postmaster_info()
-        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {info.socket_dir}", "-l", str(self.server.log), "start"],
-               pgdata=self.server.pgdata, user=self.server.system_user, timeout=30)
-
-    def close(self) -> None:
-        self.server.cleanup()
 
 
 def _pg_root(tmp_path_factory, name: str):

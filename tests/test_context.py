@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from cleo_rules.context import TEMPLATE_KEYS, build_context, item_fields
 from cleo_rules.errors import UsageError
-from cleo_rules.retrieval import Result
 
-
-R = Result  # the store's own result type
-
-
-SNIPPET = R("conversation", "c1", "c1#s0", "Van insurance renewal", "2024-02-03", "user: the van quote", 0.61)
-PASSAGE = R("document", "d1", "d1#p0", "Price list 2024", "2024-01-02", "Call-out fee 45", 0.55)
+from helpers.results import PASSAGE, R, SNIPPET
 
 TEMPLATES = {
     "skipped": "No memory search was made for this turn.",

@@ -1,7 +1,7 @@
 """Editing a team's own pack (cleo_rules.editing, issue 24): the whole pack judged, written only if it passes.
 
-The library behind `cleo-rules playground --writable-pack` (tests/test_playground_editing.py drives the
-endpoints, tests/test_playground_browser.py the page). Each edit is judged by the serving gate's own
+The library behind `cleo-rules playground --writable-pack` (tests/serve/test_playground_editing.py drives the
+endpoints, tests/serve/test_playground_browser.py the page). Each edit is judged by the serving gate's own
 judgement on a copy of the pack and its corpus; its problems are placed at the real files; nothing is
 written unless the pack passes, and what is written replaces the file in one rename.
 """

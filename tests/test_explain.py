@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import regex
@@ -16,8 +15,10 @@ from cleo_rules.pack.examples import example_case
 from cleo_rules.pack.model import Pack, PatternRule, VocabSet
 from cleo_rules.text import normalize
 
+from helpers import PACKS
+
 PACK = load_pack()
-MINI = load_pack(Path(__file__).parent / "packs" / "mini-1.0")
+MINI = load_pack(PACKS / "mini-1.0")
 ANCHOR = "Compare the two van insurance quotes from Brightline and Harlow"
 RULES = len(PACK.corrections) + len(PACK.follow_ups)
 

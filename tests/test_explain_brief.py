@@ -4,7 +4,7 @@ the walk has, each from a real message; the brief for a follow-up, a correction,
 
 ``tests/data/explain-walk.json`` was recorded with ``explain`` as it printed every rule (the code before the brief
 view), without its last line (the pack, whose path depends on where the checkout is). When the bundled pack's rules
-change, record it again from ``--all``: ``python tests/test_explain_brief.py --write``.
+change, record it again from ``--all``: ``PYTHONPATH=tests .venv/bin/python tests/test_explain_brief.py --write``.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from cleo_rules.prefilter import words_of_tokens
 from cleo_rules.resources import rules_dir
 from cleo_rules.text import normalize, word_pattern
 
+from helpers import DATA, PACKS, ROOT
+
 PACK = load_pack()
-MINI = load_pack(Path(__file__).parent / "packs" / "mini-1.0")
-RECORD = Path(__file__).resolve().parent / "data" / "explain-walk.json"
+MINI = load_pack(PACKS / "mini-1.0")
+RECORD = DATA / "explain-walk.json"
 VANS = ["Which van insurer covers tools left in the van overnight?",
         {"role": "assistant", "content": "Two do: Brightline Commercial and Zego Van. Brightline is cheaper."}]
 
@@ -361,7 +363,7 @@ def test_json_carries_the_near_misses(elsewhere):
 
 # -- the README's example ---------------------------------------------------------------------------
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 INSTALLED = "<installed pack cleo-en>"
 
 
@@ -374,7 +376,7 @@ def test_the_readme_shows_what_explain_prints(elsewhere, capsys):
     out, err = capsys.readouterr()
     assert exit_.value.code == 0 and err == ""
     # `(…)` is the pack's content hash; an installed cleo-rules names its pack `<installed pack cleo-en>`, this
-    # checkout names its directory (tests/test_packaging.py runs the wheel)
+    # checkout names its directory (tests/project/test_packaging.py runs the wheel)
     expected = "\n".join(lines).replace("(…)", f"({PACK.content_hash})").replace(INSTALLED, display(rules_dir()))
     assert out == expected + "\n"
     assert "near misses" in out and "no rule took it" in out

@@ -12,8 +12,7 @@ from cleo_rules.relevance import sample_pairs, score_judgments, traced_pairs
 from cleo_rules.retrieval import MemoryStore
 from cleo_rules.trace import Tracer
 
-from test_context import R
-from test_trace import decision
+from helpers.results import R, decision
 
 
 def result(source, n, score=0.5):

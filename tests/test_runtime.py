@@ -18,22 +18,10 @@ import pytest
 
 from cleo_rules import load_pack
 from cleo_rules.errors import CleoError, PackError, PackNotFound, PackVersionError, Problem
-from cleo_rules import runtime, timed
+from cleo_rules import runtime
 from cleo_rules.runtime import PackManager, accept, fingerprint
 
-PACKS = Path(__file__).parent / "packs"
-VERSIONS = {"1.0.0": PACKS / "mini-1.0", "1.1.0": PACKS / "mini-1.1", "2.0.0": PACKS / "mini-2.0"}
-HISTORY = ["Which van insurer should we use?"]
-# messages whose decision differs between the mini packs, and some that do not
-MESSAGES = [
-    "Perfect, that works.",          # 1.1 follow_up (vocab.nod); 1.0 and 2.0 substantive
-    "Not that one, the other one.",  # 2.0 correction; 1.x substantive
-    "We tried that one already.",
-    "Tell me more about that.",
-    "Go with the other one.",
-    "Compare the courier van insurance quotes from Brightline",
-    "ok thanks",
-]
+from helpers.runtime import HISTORY, MESSAGES, VERSIONS, edit, expected_decisions, hammer
 
 
 @pytest.fixture
@@ -41,12 +29,6 @@ def pack_dir(tmp_path):
     d = tmp_path / "pack"
     shutil.copytree(VERSIONS["1.0.0"], d)
     return d
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path.name}"
-    path.write_text(text.replace(old, new, 1))
 
 
 def replace_pack(pack_dir: Path, version: str) -> None:
@@ -334,64 +316,14 @@ def test_stop_and_watch_again(pack_dir):
 
 # -- many threads, many swaps ----------------------------------------------------------------
 
-def _expected():
-    packs = [load_pack(d) for d in VERSIONS.values()]
-    return {(p.version, p.content_hash): {m: p.classify(m, HISTORY) for m in MESSAGES} for p in packs}
-
-
-def _hammer(m, expected, swap, swaps: int, threads: int = 4):
-    """Threads classify without pause while ``swap(i)`` runs ``swaps`` times.
-
-    They classify as the gate does (:func:`cleo_rules.timed.patient`): a search that ran out of time only
-    because five threads share the process would be a decision this test does not judge (at run time such
-    a message is searched as typed).
-    """
-    stop = threading.Event()
-    seen: list[list] = [[] for _ in range(threads)]
-    errors = []
-
-    def worker(out):
-        i = 0
-        try:
-            with timed.patient():
-                while not stop.is_set():
-                    msg = MESSAGES[i % len(MESSAGES)]
-                    out.append((msg, m.classify(msg, HISTORY)))
-                    i += 1
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    workers = [threading.Thread(target=worker, args=(seen[k],)) for k in range(threads)]
-    for w in workers:
-        w.start()
-    try:
-        for i in range(swaps):
-            swap(i)
-            time.sleep(0.001)
-    finally:
-        stop.set()
-        for w in workers:
-            w.join()
-    assert not errors, errors
-    decisions = [pair for out in seen for pair in out]
-    versions = set()
-    for msg, d in decisions:
-        key = (d.pack_version, d.pack_hash)
-        assert key in expected, f"decision from an unknown pack {key}"
-        # the whole decision is the one that pack gives: nothing mixed from another
-        assert d == expected[key][msg], (msg, d, expected[key][msg])
-        versions.add(d.pack_version)
-    return decisions, versions
-
-
 def test_concurrent_classification_while_swapping_many_times():
     """Four threads classify continuously while the main thread swaps among
     three packs 300 times. Every decision must name one of the three valid
     packs and equal exactly what that pack decides for the message."""
-    expected = _expected()
+    expected = expected_decisions()
     order = ["1.1.0", "2.0.0", "1.0.0"]
     m = PackManager(VERSIONS["1.0.0"])
-    decisions, versions = _hammer(m, expected, lambda i: m.reload(VERSIONS[order[i % 3]]), swaps=300)
+    decisions, versions = hammer(m, expected, lambda i: m.reload(VERSIONS[order[i % 3]]), swaps=300)
     assert (m.reloads, m.rejections) == (300, 0), m.last_error  # a lost swap is a refusal: say why
     assert versions == {"1.0.0", "1.1.0", "2.0.0"}
     assert len(decisions) > 1000
@@ -400,7 +332,7 @@ def test_concurrent_classification_while_swapping_many_times():
 def test_concurrent_classification_while_compiling_and_rejecting(tmp_path):
     """No cache: every swap compiles while the threads classify, and every
     other attempt is a broken pack, which must never answer."""
-    expected = _expected()
+    expected = expected_decisions()
     broken = tmp_path / "broken"
     shutil.copytree(VERSIONS["2.0.0"], broken)
     edit(broken / "corrections.yaml", "pattern: '\\bnot (?:that|this) one\\b'", "pattern: '\\bnot (?:that|this one\\b'")
@@ -412,7 +344,7 @@ def test_concurrent_classification_while_compiling_and_rejecting(tmp_path):
         if not m.reload(order[i % len(order)]) and order[i % len(order)] != broken:
             refused.append(str(m.last_error))
 
-    decisions, versions = _hammer(m, expected, swap, swaps=12)
+    decisions, versions = hammer(m, expected, swap, swaps=12)
     assert refused == []  # a good pack refused says why
     assert (m.reloads, m.rejections) == (6, 6)
     assert len(versions) >= 2

@@ -32,7 +32,8 @@ from cleo_rules import timed
 from cleo_rules.errors import PackError
 from cleo_rules.pack import validate
 from cleo_rules.runtime import PackManager
-from test_runtime import VERSIONS, _expected, _hammer, edit
+
+from helpers.runtime import VERSIONS, edit, expected_decisions, hammer
 
 PROBE_TAILS = ("\u0000!", "!\u0000")  # every string the backtracking probe searches ends so
 BLOCK = bytes(1 << 20)
@@ -133,7 +134,7 @@ LOADS = {
 def test_a_good_pack_is_never_rejected_because_the_process_is_busy_during_its_gate(tmp_path, busy, where):
     """The compiling-and-rejecting test, with a stall in every good pack's gate: 6 reloads and 6 rejections."""
     picks, stalls = LOADS[where]
-    expected = _expected()
+    expected = expected_decisions()
     broken = tmp_path / "broken"
     shutil.copytree(VERSIONS["2.0.0"], broken)
     edit(broken / "corrections.yaml", "pattern: '\\bnot (?:that|this) one\\b'", "pattern: '\\bnot (?:that|this one\\b'")
@@ -148,7 +149,7 @@ def test_a_good_pack_is_never_rejected_because_the_process_is_busy_during_its_ga
         if not m.reload(source) and source != broken:
             refused.append(str(m.last_error))
 
-    _hammer(m, expected, swap, swaps=12)
+    hammer(m, expected, swap, swaps=12)
     assert refused == []
     assert (m.reloads, m.rejections) == (6, 6)
     assert len(busy.stalled) == 6 * stalls  # the load did land in each good pack's gate
@@ -156,7 +157,7 @@ def test_a_good_pack_is_never_rejected_because_the_process_is_busy_during_its_ga
 
 def test_a_swap_is_never_lost_because_the_process_is_busy_during_a_first_load(busy):
     """The swapping-many-times test, with a stall in the probe of the first pack the gate judges: 300 swaps."""
-    expected = _expected()
+    expected = expected_decisions()
     order = ["1.1.0", "2.0.0", "1.0.0"]
     m = PackManager(VERSIONS["1.0.0"])
     refused = []
@@ -167,7 +168,7 @@ def test_a_swap_is_never_lost_because_the_process_is_busy_during_a_first_load(bu
         if not m.reload(VERSIONS[order[i % 3]]):
             refused.append(str(m.last_error))
 
-    decisions, versions = _hammer(m, expected, swap, swaps=300)
+    decisions, versions = hammer(m, expected, swap, swaps=300)
     assert refused == []
     assert (m.reloads, m.rejections) == (300, 0)
     assert len(busy.stalled) == 1

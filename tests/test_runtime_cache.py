@@ -18,7 +18,7 @@ from cleo_rules.errors import PackError
 from cleo_rules.pack import cache
 from cleo_rules.resources import rules_dir
 
-from test_runtime_corpus import WRONG_CASE
+from helpers.runtime import WRONG_CASE
 
 CORPUS = corpus_dir_of(rules_dir())
 

@@ -18,20 +18,14 @@ from cleo_rules.resources import rules_dir
 from cleo_rules.corpus import corpus_dir_of
 from cleo_rules.runtime import PackManager, accept
 
+from helpers.runtime import WRONG_CASE
+
 CORPUS = corpus_dir_of(rules_dir())
 
 
 def test_the_bundled_pack_has_a_checked_in_corpus():
     assert (CORPUS / "regressions.yaml").is_file()
     assert any((CORPUS / "generated").glob("*.yaml"))
-
-
-WRONG_CASE = """
-  - id: regression/test-wrong-expectation
-    message: "We tried that one already."
-    expect: follow_up
-"""
-
 
 
 def greedy_rule() -> tuple[str, str]:

@@ -9,18 +9,10 @@ import sqlite3
 import pytest
 import sqlite_utils
 
-from cleo_rules.decision import Decision
 from cleo_rules.retrieval.traces import SqliteTraces
 from cleo_rules.trace import TABLE, Tracer, read_traces
 
-from test_context import PASSAGE, SNIPPET
-
-
-def decision(kind="follow_up", query="Compare the two quotes\nYes, the second one.", message="Yes, the second one."):
-    return Decision(kind=kind, rule="vocab.choice" if kind != "skip" else None, span=None, matched=None,
-                    query=query, anchor="Compare the two quotes" if kind == "follow_up" else None,
-                    message=message, pack="cleo-en", pack_version="1.0.0", pack_hash="abc123")
-
+from helpers.results import PASSAGE, SNIPPET, decision
 
 TIMINGS = {"classify": 1e-5, "embed": 0.006, "search": 0.0002, "metadata": 0.0003, "context": 1e-5}
 

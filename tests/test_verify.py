@@ -14,7 +14,8 @@ import pytest
 from cleo_rules.pack.compile import load_pack
 from cleo_rules.verify import Verdict, verify
 
-MINI = Path(__file__).parent / "packs" / "mini-1.0"
+from helpers import MINI
+
 WRONG = """\
   - id: regression/wrong
     message: "Go with the other one."

@@ -24,7 +24,7 @@ string); otherwise, or on any problem at all, the file is read again by the
 full loader alone, so every error is placed exactly as before. Up to the
 ``[`` both texts are the same, and from the ``[`` to its ``]`` a double-quoted
 string without escapes or breaks is its own characters, so both readings
-agree. ``tests/test_pack_flow.py`` checks this against the full loader.
+agree. ``tests/pack/test_pack_flow.py`` checks this against the full loader.
 """
 
 from __future__ import annotations

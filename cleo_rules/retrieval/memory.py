@@ -151,7 +151,7 @@ class Memory(Protocol):
     :class:`~cleo_rules.retrieval.base.MemoryBase` (which gives both
     backends all but ``traces``, ``ingest_jsonl``, ``rebuild``, ``stats``
     and ``close``) and :class:`~cleo_rules.retrieval.store.MemoryStore`
-    give the details, and one test-suite (``tests/test_memory_backends.py``)
+    give the details, and one test-suite (``tests/retrieval/test_memory_backends.py``)
     holds both backends to them. What can be had from these is not part of
     it: a backend's ``model_name`` and ``dim`` are in :meth:`stats`, and
     ``with`` comes with :meth:`close` (both backends have all three).

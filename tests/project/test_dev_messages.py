@@ -1,0 +1,173 @@
+"""No rule pattern, example, counterexample or corpus case is a message of the evaluation sets.
+
+The evaluation data (``../shared/eval``) guides the rules; it is not copied
+into them. It is not in the repository, so the check reads the hashes
+``scripts/dev_message_hashes.py`` wrote from it (``tests/data/dev_message_hashes.txt``):
+a text matches a message when their keys (case-folded, inner white space
+collapsed, punctuation and white space stripped at both ends) hash alike.
+
+Two kinds of text are no copy even when they match, and are passed over: one
+the pack skips for its length ("Yes.", "Thanks!"), which no rule reads, and a
+stock phrase every word of which is in the pack's vocabulary ("No, thank
+you.", "That sounds great."): it carries no topic word, and the corpus of
+nods and closings cannot leave out the commonest of them. Any text with a
+word of its own ("Moderately priced.", "Did the band tour?") must not match.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cleo_rules import load_pack
+from cleo_rules.kinds import DecisionKind
+from cleo_rules.text import WORD, normalize
+
+from helpers import DATA, ROOT
+
+HASHES = DATA / "dev_message_hashes.txt"
+PACKS = (ROOT / "rules", ROOT / "cleo_rules" / "starter" / "rules")
+CORPUS = ROOT / "corpus"
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("dev_message_hashes", ROOT / "scripts" / "dev_message_hashes.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SCRIPT = _script()
+
+
+def _known() -> frozenset[str]:
+    return frozenset(HASHES.read_text(encoding="utf-8").split())
+
+
+def _texts_of_conversation(item, where: str):
+    """A message, or a ``{message, history}`` conversation: its message and every turn of its history."""
+    if isinstance(item, str):
+        yield where, item
+    elif isinstance(item, dict):
+        if isinstance(item.get("message"), str):
+            yield where, item["message"]
+        for j, turn in enumerate(item.get("history") or ()):
+            if isinstance(turn, str):
+                yield f"{where} history[{j}]", turn
+            elif isinstance(turn, dict) and isinstance(turn.get("content"), str):
+                yield f"{where} history[{j}]", turn["content"]
+
+
+def rule_texts(pack_dir: Path):
+    """``(where, text)`` for every pattern, example, counterexample and request form of a pack's rule files."""
+    manifest = yaml.load((pack_dir / "pack.yaml").read_text(encoding="utf-8"), Loader=Loader)
+    for name in manifest["files"]:
+        doc = yaml.load((pack_dir / name).read_text(encoding="utf-8"), Loader=Loader)
+        if doc.get("kind") in ("lexicon", "slots"):
+            continue
+        for item in doc.get("rules") or doc.get("sets") or ():
+            rid = item.get("id", "?")
+            patterns = item.get("pattern")
+            for j, pattern in enumerate(patterns if isinstance(patterns, list) else [patterns]):
+                if isinstance(pattern, str):
+                    yield f"{pack_dir.name}/{name} {rid} pattern[{j}]", pattern
+            for field in ("examples", "counterexamples", "request_forms"):
+                for j, example in enumerate(item.get(field) or ()):
+                    yield from _texts_of_conversation(example, f"{pack_dir.name}/{name} {rid} {field}[{j}]")
+
+
+def corpus_texts(corpus_dir: Path):
+    """``(where, text)`` for every case of the corpus, generated or written by hand: its message and history."""
+    for path in sorted(corpus_dir.rglob("*.yaml")):
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+        for case in doc.get("cases") or ():
+            yield from _texts_of_conversation(case, f"{path.relative_to(corpus_dir.parent)} {case.get('id', '?')}")
+
+
+def stock(pack, text: str) -> bool:
+    """Whether ``text`` is too short for the pack to read, or made only of its vocabulary's words."""
+    if pack.classify(text).kind == DecisionKind.SKIP:
+        return True
+    tokens = WORD.findall(normalize(text))
+    _, covered, _ = pack.matcher.context.vocabulary.cover(tokens)
+    return bool(tokens) and all(covered)
+
+
+def copied(texts, known, pack) -> list[str]:
+    """``where: text`` for each text whose key hashes as a known message's, stock phrases passed over."""
+    return [f"{where}: {text!r}" for where, text in texts
+            if SCRIPT.key(text) and SCRIPT.digest(text) in known and not stock(pack, text)]
+
+
+def test_the_hash_file_is_sorted_distinct_hashes_of_every_evaluation_set():
+    lines = HASHES.read_text(encoding="utf-8").splitlines()
+    assert lines == sorted(set(lines))
+    assert all(re.fullmatch(f"[0-9a-f]{{{SCRIPT.DIGITS}}}", h) for h in lines)
+    assert len(lines) > 8000  # the four files hold over 8,000 distinct messages
+    # what the script hashes: the message fields of the four files
+    assert {name for name, _ in SCRIPT.SOURCES} == {"dialogue/canard.jsonl", "dialogue/gecor_camrest.jsonl",
+                                                    "sgd_user_turns.jsonl", "cast_turns.jsonl"}
+
+
+@pytest.mark.parametrize("a, b", [("Same for Leeds!", "same for leeds"), ("  What about York?  ", "WHAT ABOUT YORK"),
+                                  ("“Thanks,  that’s all.”", "thanks, that’s all"), ("ok\tthen...", "Ok then")])
+def test_texts_that_differ_only_in_case_spacing_and_end_punctuation_share_a_hash(a, b):
+    assert SCRIPT.key(a) == SCRIPT.key(b) and SCRIPT.digest(a) == SCRIPT.digest(b)
+
+
+@pytest.mark.parametrize("a, b", [("Same for Leeds", "Same for York"), ("what about york", "what about, york"),
+                                  ("it's fine", "its fine")])
+def test_texts_that_differ_inside_do_not(a, b):
+    assert SCRIPT.digest(a) != SCRIPT.digest(b)
+
+
+def test_short_messages_and_stock_phrases_are_passed_over_and_nothing_else(default_pack):
+    for text in ("Yes.", "Thanks!", "No, thank you.", "That sounds great.", "Thank you so much for your help."):
+        assert stock(default_pack, text), text
+    for text in ("Moderately priced.", "Did the band tour?", "Which states?", "Any other options at the depot?"):
+        assert not stock(default_pack, text), text
+
+
+def test_the_check_finds_a_copied_message_in_a_pack_and_a_corpus(tmp_path, default_pack):
+    """The same reading as the tests below, over a pack and a corpus holding a known message in each place."""
+    known = frozenset({SCRIPT.digest("Can you book it for Friday?"), SCRIPT.digest("Any bakeries open late?"),
+                       SCRIPT.digest("No, thank you.")})
+    pack = tmp_path / "rules"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text("pack: t\nfiles: [follow_ups.yaml]\n", encoding="utf-8")
+    (pack / "follow_ups.yaml").write_text(yaml.safe_dump({"kind": "follow_ups", "rules": [
+        {"id": "follow_up.a", "pattern": ["any bakeries open late", "x"], "examples": ["can you book it for friday"],
+         "counterexamples": [{"message": "No, thank you.", "history": ["ANY BAKERIES OPEN LATE!"]}]}]}),
+        encoding="utf-8")
+    found = copied(rule_texts(pack), known, default_pack)
+    assert [f.split(":")[0] for f in found] == ["rules/follow_ups.yaml follow_up.a pattern[0]",
+                                                "rules/follow_ups.yaml follow_up.a examples[0]",
+                                                "rules/follow_ups.yaml follow_up.a counterexamples[0] history[0]"]
+    corpus = tmp_path / "corpus"
+    (corpus / "generated").mkdir(parents=True)
+    (corpus / "generated" / "r.yaml").write_text(
+        'kind: corpus\ncases:\n  - {"id": "r/p-1", "message": "Can you book it for Friday"}\n'
+        '  - {"id": "r/p-2", "message": "Book it.", "history": [{"role": "assistant", "content": "Any bakeries open '
+        'late?"}]}\n', encoding="utf-8")
+    assert len(copied(corpus_texts(corpus), known, default_pack)) == 2
+
+
+@pytest.mark.parametrize("pack_dir", PACKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_rule_pattern_example_or_counterexample_is_an_evaluation_message(pack_dir):
+    texts = list(rule_texts(pack_dir))
+    assert len(texts) > 10  # the pack was read
+    found = copied(texts, _known(), load_pack(pack_dir))
+    assert not found, "rule texts equal to a message of the evaluation sets:\n" + "\n".join(found)
+
+
+def test_no_corpus_case_is_an_evaluation_message(default_pack):
+    texts = list(corpus_texts(CORPUS))
+    assert len(texts) > 4000  # generated and hand-written cases were read
+    found = copied(texts, _known(), default_pack)
+    assert not found, "corpus cases equal to a message of the evaluation sets:\n" + "\n".join(found)

@@ -1,0 +1,166 @@
+"""The service's pages in a real browser (headless Chromium through Selenium, see tests/helpers/browser.py): the
+playground's near misses of a turn, and the OpenAPI document's page. One service for the module, on a copy of
+the bundled pack; outbound connections are refused throughout, and the console must stay free of errors."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from cleo_rules import load_pack
+from cleo_rules.resources import rules_dir
+
+from helpers import browser
+from helpers.netguard import loopback_only
+from helpers.service import Service
+
+pytestmark = pytest.mark.browser
+
+CONVERSATION = "\n".join([
+    "User: How should we price the new sourdough loaf at the Leeds shop?",
+    "Assistant: Most bakeries there charge 4 to 5 pounds for a large sourdough.",
+    "User: What about the smaller one?",
+    "User: Thanks!",
+])
+
+
+@pytest.fixture(scope="module")
+def guard():
+    with loopback_only() as attempts:
+        yield attempts
+    assert attempts == [], f"something reached for the network: {attempts}"
+
+
+@pytest.fixture(scope="module")
+def chrome(tmp_path_factory, guard):
+    driver = browser.start(tmp_path_factory.mktemp("profile"))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, guard):
+    root = tmp_path_factory.mktemp("site")
+    shutil.copytree(rules_dir(), root / "pack")
+    svc = Service("--pack", root / "pack", command="playground", log_path=root / "service.log")
+    try:
+        svc.wait_ready(90)
+        yield {"svc": svc, "pack": load_pack(root / "pack")}
+    finally:
+        svc.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_console_errors(chrome):
+    yield
+    errors = browser.console(chrome)
+    chrome.get("about:blank")  # leave the page: the service is not polled after the module
+    assert errors == [], f"console errors: {errors}"
+
+
+def wait(driver, predicate, timeout: float = 30.0):
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(predicate)
+
+
+def text(element) -> str:
+    return element.get_attribute("textContent")
+
+
+def test_the_playground_shows_a_turn_s_near_misses_as_explain_names_them(chrome, site):
+    chrome.get(site["svc"].url + "/?poll=5")
+    wait(chrome, lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+    editor = chrome.find_element(By.ID, "conversation")
+    editor.clear()
+    editor.send_keys(CONVERSATION)
+    before = int(chrome.execute_script("return Number(document.body.dataset.runs || 0)"))
+    chrome.find_element(By.ID, "run").click()
+    wait(chrome, lambda d: int(d.execute_script("return Number(document.body.dataset.runs || 0)")) > before)
+    turns = chrome.find_elements(By.CSS_SELECTOR, "#turns li.turn-user")
+    assert [li.get_attribute("data-kind") for li in turns] == ["substantive", "follow_up", "skip"]
+    pack = site["pack"]
+    history = ["How should we price the new sourdough loaf at the Leeds shop?",
+               {"role": "assistant", "content": "Most bakeries there charge 4 to 5 pounds for a large sourdough."}]
+    for li, (message, before_it) in zip(turns[:2], [(history[0], []), ("What about the smaller one?", history)]):
+        box = li.find_element(By.CSS_SELECTOR, ".near-misses")
+        assert box.get_attribute("data-state") == "waiting"  # asked for only when the turn is opened
+        li.find_element(By.TAG_NAME, "summary").click()
+        wait(chrome, lambda d: box.get_attribute("data-state") == "done")
+        shown = [(item.get_attribute("data-rule") or None, item.get_attribute("data-reason"),
+                  item.get_attribute("data-setting") or None, text(item.find_element(By.CSS_SELECTOR, ".nm-detail")))
+                 for item in box.find_elements(By.CSS_SELECTOR, "li.near-miss")]
+        expected = pack.explain(message, before_it).near_misses
+        assert shown == [(n.rule, n.reason, n.setting, n.detail) for n in expected], message
+        assert shown  # each of these turns has some
+    # the substantive turn: the guard that refused follow_up.definite is named, with what it matched
+    first = turns[0].find_element(By.CSS_SELECTOR, 'li.near-miss[data-rule="follow_up.definite"]')
+    assert text(first.find_element(By.CSS_SELECTOR, ".nm-reason")) == "guard (head_in)"
+    assert text(first.find_element(By.CSS_SELECTOR, ".nm-matched")) == "the Leeds"
+    assert text(turns[0].find_element(By.CSS_SELECTOR, ".near-misses h4")).startswith("Near misses:")
+    # a skipped turn has none to show
+    assert turns[2].find_elements(By.CSS_SELECTOR, ".near-misses") == []
+
+
+def test_the_api_page_renders_every_path_of_the_document(chrome, site):
+    import httpx
+
+    doc = httpx.get(site["svc"].url + "/openapi.json", timeout=10).json()
+    chrome.get(site["svc"].url + "/docs")
+    wait(chrome, lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+    assert chrome.execute_script("return document.body.dataset.paths") == str(len(doc["paths"]))
+    assert text(chrome.find_element(By.ID, "title")) == doc["info"]["title"]
+    operations = chrome.find_elements(By.CSS_SELECTOR, "section.op")
+    # each path in the document's order, its operations in the order OpenAPI lists the methods
+    order = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+    expected = [(path, method) for path, item in doc["paths"].items() for method in sorted(item, key=order.index)]
+    assert [(op.get_attribute("data-path"), op.get_attribute("data-method")) for op in operations] == expected
+    for op, (path, method) in zip(operations, expected):
+        operation = doc["paths"][path][method]
+        assert text(op.find_element(By.CSS_SELECTOR, "h3 .path")) == path
+        assert text(op.find_element(By.CSS_SELECTOR, "h3 .method")) == method.upper()
+        assert text(op.find_element(By.CSS_SELECTOR, ".summary")) == operation["summary"]
+        shown = [text(dt) for dt in op.find_elements(By.CSS_SELECTOR, "dl.responses > dt")]
+        assert shown == list(operation["responses"]), path
+        names = [p.get_attribute("data-name") for p in op.find_elements(By.CSS_SELECTOR, "tr.param")]
+        assert names == [p["name"] for p in operation.get("parameters", [])], path
+        assert bool(op.find_elements(By.XPATH, "./h4[starts-with(., 'Request body')]")) == ("requestBody" in operation)
+    # every schema is drawn, its properties listed, and a reference links to it
+    schemas = doc["components"]["schemas"]
+    assert [s.get_attribute("data-name") for s in chrome.find_elements(By.CSS_SELECTOR, "section.schema")] == \
+        list(schemas)
+    near = chrome.find_element(By.ID, "schema-NearMiss")
+    assert [p.get_attribute("data-name") for p in near.find_elements(By.CSS_SELECTOR, ":scope > .schema-view > "
+                                                                                        "ul.props > li.prop")] == \
+        list(schemas["NearMiss"]["properties"])
+    link = chrome.find_element(By.CSS_SELECTOR, 'section.op[id="op-post-/v1/explain"] a.ref[href="#schema-Explanation"]')
+    link.click()
+    wait(chrome, lambda d: d.execute_script("return location.hash") == "#schema-Explanation")
+    # the filter keeps the operations that mention every word typed
+    box = chrome.find_element(By.ID, "filter")
+    box.send_keys("explain")
+    visible = [op.get_attribute("data-path") for op in operations if op.is_displayed()]
+    assert visible and all("explain" in text(op).lower() for op in operations if op.is_displayed())
+    assert "/v1/explain" in visible and "/healthz" not in visible
+    box.clear()
+    chrome.execute_script("document.getElementById('filter').dispatchEvent(new Event('input'))")
+    assert all(op.is_displayed() for op in operations)
+
+
+def test_the_api_page_fits_a_phone(chrome, site):
+    chrome.get(site["svc"].url + "/docs")
+    wait(chrome, lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+    try:
+        for size, (width, height) in browser.SIZES.items():
+            browser.resize(chrome, size)
+            wait(chrome, lambda d: d.execute_script("return window.innerWidth") == width)
+            overflow = chrome.execute_script(
+                "const e = document.documentElement; return [e.scrollWidth, e.clientWidth];")
+            assert overflow[0] <= overflow[1], (size, overflow)
+            path = browser.screenshot(chrome, f"api-page-{width}x{height}")
+            assert browser.png_size(path) == (width, height)
+    finally:
+        browser.resize(chrome, "wide")
