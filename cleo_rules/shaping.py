@@ -6,17 +6,20 @@ A follow-up is searched as one of the pack's templates over five parts:
               corrections and skips are passed over): the subject;
 ``topic``     in an information-seeking conversation (below), the name the
               conversation keeps coming back to: the one named in the most
-              turns (at least two), when the anchor, the referent and the
-              message do not name it already. The conversation has then moved
-              on from its anchor: the topic stands for the subject, in the
-              anchor's place;
+              turns (at least two), when the referent and the message do not
+              name it already. When the anchor names it, the anchor is still
+              the subject and there is no topic; otherwise the conversation
+              has moved on from its anchor: the topic stands for the subject,
+              in the anchor's place;
 ``referent``  what the follow-up points at, found in the conversation by the
               pack's referent rules (:mod:`cleo_rules.referents`): "the second
               one" becomes the second option the assistant offered. In an
               information-seeking conversation it qualifies the subject; in a
               task conversation (the assistant asks) it stands for it: the
               user's request was for options, and the option found is what the
-              follow-up is about, so the anchor is left out. A
+              follow-up is about, so the anchor is left out, unless the
+              referent was found in the anchor itself (then the anchor says
+              more about it than its name). A
               ``person`` referent ("he", "her") that is not the conversation's
               topic gives way to the topic when there is one. When no rule
               finds one and the conversation is not information-seeking, the
@@ -156,6 +159,12 @@ def _topic(finder, history, settings, named: str) -> Part | None:
     return Part("topic", name.text, said.role, said.turn, said.index, (name.start, name.end), None)
 
 
+def _named_in(finder, name: str, text: str) -> bool:
+    """Whether ``text`` names ``name`` (compared without case or function words)."""
+    key = _key(name, finder.function_words)
+    return bool(key) and key in _key(text, finder.function_words)
+
+
 def _last_reply(history, words: int, max_chars: int, name: str = "reply"):
     """The leading ``words`` words of the assistant's last reply that says anything in its first ``max_chars``
     characters (no reply is read further), as the part ``name``."""
@@ -211,19 +220,23 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     template = settings.combine_resolved if referent is not None and referent.rule else settings.combine
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     parts: list[Part] = []
-    stands_in = referent is not None and referent.rule is not None and not seeking
-    anchor = matcher.anchor(history) if "anchor" in fields and not stands_in else None
+    anchor = matcher.anchor(history) if "anchor" in fields else None
+    if (anchor is not None and referent is not None and referent.rule is not None and not seeking
+            and referent.index != anchor.index):
+        anchor = None  # the option found stands for the request it answers
     if anchor is not None:
         parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
                           (0, len(anchor.content)), None))
     if seeking and "topic" in fields:
-        named = " ".join([anchor.content[: settings.max_scan_chars] if anchor else "",
-                          referent.text if referent else "", normalized])
-        topic = _topic(matcher.referents, history, settings, named)
+        topic = _topic(matcher.referents, history, settings,
+                       " ".join([referent.text if referent else "", normalized]))
         if topic is not None and referent is not None and referent.rule and _PERSON.search(normalized):
             # "he", "her": a person the conversation is about, before the last name said
             referent = Part("referent", topic.text, topic.source, topic.turn, topic.index, topic.span, referent.rule)
             topic = None
+        elif topic is not None and anchor is not None and _named_in(matcher.referents, topic.text,
+                                                                 anchor.content[: settings.max_scan_chars]):
+            topic = None  # the anchor names what the conversation keeps coming back to: it is not stale
     if topic is not None:  # the conversation has moved on from the anchor to what it keeps naming
         parts = [p for p in parts if p.name != "anchor"]
         parts.append(topic)

@@ -94,6 +94,40 @@ def test_a_name_the_anchor_or_the_message_says_is_no_topic():
     assert "topic" not in [p.name for p in d.parts]
 
 
+NOTES = ["What did Ada Lovelace write about the engine?",
+         {"role": "assistant", "content": "Ada Lovelace wrote notes on the engine Charles Babbage designed, in 1843."},
+         "Were they published?",
+         {"role": "assistant", "content": "Yes, the notes by Ada Lovelace were printed, and Charles Babbage praised them."}]
+
+
+def test_an_anchor_naming_what_the_conversation_keeps_naming_is_not_stale():
+    # Ada Lovelace is named in three turns, the anchor among them; Charles Babbage in two, not in the anchor
+    d = PACK.classify("Tell me more.", NOTES)
+    assert d.kind == "follow_up" and [p.name for p in d.parts] == ["anchor", "message", "reply"]
+    assert d.anchor == NOTES[0] and "Charles Babbage\n" not in (d.query or "")
+    # the same conversation with the anchor moved on to another subject: the name it keeps saying stands in
+    moved = [*NOTES, "Which London journals printed papers on geology in 1843?",
+             {"role": "assistant", "content": "Mostly papers on geology, and Ada Lovelace's notes."}]
+    d = PACK.classify("Tell me more.", moved)
+    assert [p.name for p in d.parts] == ["topic", "message", "reply"] and d.parts[0].text == "Ada Lovelace"
+
+
+SURVEY = ["The surveyors in Harrogate want to book the meeting room again.",
+          {"role": "assistant", "content": "Good news. Do they want the same layout as before?"},
+          "Yes, the same layout.",
+          {"role": "assistant", "content": "Then it is the long table for twelve with the projector."}]
+
+
+def test_a_referent_found_in_the_anchor_itself_keeps_the_anchor_in_a_task_conversation():
+    d = PACK.classify("What did we charge them last time?", SURVEY)
+    assert d.kind == "follow_up" and [p.name for p in d.parts] == ["anchor", "referent", "message"]
+    anchor, ref, _ = d.parts
+    assert anchor.text == SURVEY[0] and (ref.source, ref.index, ref.text) == ("user", 0, "Harrogate")
+    # one the assistant offered still stands for the request (test above): the anchor asked for the options
+    d = PACK.classify("Yes, the second one.", TASK)
+    assert [p.name for p in d.parts] == ["referent", "message"]
+
+
 @given(st.sampled_from(["Yes, the second one.", "Tell me more.", "What is its excess?", "Go on."]),
        st.sampled_from([QUOTES, TASK, LOVELACE]))
 @settings(max_examples=20, deadline=None)

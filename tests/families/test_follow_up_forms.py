@@ -177,3 +177,26 @@ def test_a_description_of_a_part_of_what_the_assistant_named_is_a_follow_up_abou
 def test_a_rare_word_is_read_as_a_noun_only_when_the_description_is_all_the_message_says(message, history):
     d = PACK.classify(message, history)
     assert d.rule != "follow_up.definite"
+
+
+GRANT = ["Has the council answered about the shopfront grant?",
+         {"role": "assistant", "content": "Not yet. Decisions usually take six weeks from the application."}]
+
+
+@pytest.mark.parametrize("message,rule", [
+    ("When did we send it off?", None),  # "it": another rule's
+    ("Why did we wait?", "follow_up.bare-question"),
+    ("What if we withdraw?", "follow_up.bare-question"),
+    ("Does the rebate count towards it?", "follow_up.pronoun-object"),
+])
+def test_questions_with_nothing_to_act_on_are_follow_ups_about_the_request(message, rule):
+    d = PACK.classify(message, GRANT)
+    assert d.kind == "follow_up" and (rule is None or d.rule == rule)
+    assert d.anchor == GRANT[0] and d.parts[-2].name == "message" and d.parts[-1].name == "reply"
+
+
+@pytest.mark.parametrize("message", ["Why did we wait for the council's planning letter?", "How do I renew a lease?",
+                                     "Does the rebate count towards the total price of the shopfront work?"])
+def test_the_same_questions_saying_what_they_act_on_are_searched_as_typed(message):
+    d = PACK.classify(message, GRANT)
+    assert d.kind == "substantive" and d.query == message
