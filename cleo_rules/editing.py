@@ -311,7 +311,7 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
     when it does not compile) and the generated files rebuilt."""
     from .runtime import judge
 
-    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="cleo-rules-edit-")))
+    root = _root(pack_dir)
     try:
         staged_pack, staged_corpus = _stage(pack_dir, target, data, root)
         generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
@@ -332,6 +332,26 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
         return _Judged(placed, identity, generated)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+_roots: dict[Path, Path] = {}  # each pack's private directory its copies are judged in, one copy at a time
+
+
+def _root(pack_dir: Path) -> Path:
+    """A new, empty private directory to judge a copy of the pack in: at the same path as the pack's last one
+    when it can be made there again, so the copy's files are named alike from one edit to the next and what is
+    remembered of each file by its text and name (:func:`~cleo_rules.pack.load.parse_yaml`, the corpus's files,
+    its cases) serves again for the files the edit did not change. Called under the edit lock."""
+    known = _roots.get(pack_dir.resolve())
+    if known is not None:
+        try:
+            known.mkdir(mode=0o700)  # exclusively: a path someone else took meanwhile is not used
+            return known
+        except OSError:
+            pass
+    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="cleo-rules-edit-")))
+    _roots[pack_dir.resolve()] = root
+    return root
 
 
 # -- the edit ------------------------------------------------------------------------------------------------------

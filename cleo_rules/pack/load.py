@@ -16,9 +16,12 @@ comment or a string alike).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import stat
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +92,48 @@ class LoadedFile:
         line, col = self.where(pointer, key=key)
         return Problem(code=code, message=message, file=self.display, line=line, col=col + offset,
                        pointer=pointer, rule=rule, help=help, rank=rank, severity=severity)
+
+
+class Memo:
+    """A map in memory bounded by the total ``weight`` of its values (a text's length, by default one each),
+    least recently used dropped first; safe across threads."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self._items: OrderedDict = OrderedDict()
+        self._weight = 0
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key, value, weight: int = 1) -> None:
+        if weight > self.budget:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            self._weight += weight - (old[1] if old is not None else 0)
+            self._items[key] = (value, weight)
+            while self._weight > self.budget:
+                _, (_, gone) = self._items.popitem(last=False)
+                self._weight -= gone
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._weight = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+#: documents read without a problem, by the SHA-256 of their text, at most 16 MiB of text (see :func:`parse_yaml`)
+PARSED = _parsed = Memo(16 << 20)
 
 
 class _Reject(Exception):
@@ -273,7 +318,27 @@ def parse_yaml(text: str, path: Path, display: str, *, min_flow_items: int = flo
     Long flow sequences of plain strings (a generated word list) are read by
     :mod:`.flow` when the loader confirms where they are; the result is the
     same, and any problem is found by the loader reading the whole text.
+
+    A text read without a problem is remembered by its content (:data:`PARSED`, at
+    most 16 MiB of text, least recently used dropped): the same text read again, at
+    any path, is the same document with the same positions, so an unchanged file
+    of a pack being edited is not parsed again. The document is shared: nothing
+    may change it (nothing does; a test holds to it).
     """
+    digest = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), min_flow_items)
+    known = _parsed.get(digest)
+    if known is not None:
+        data, values, keys, styles = known
+        return LoadedFile(path, display, data, values, keys, styles), []
+    found = _parse_text(text, path, display, min_flow_items)
+    src = found[0]
+    if src is not None and not found[1]:
+        _parsed.put(digest, (src.data, src.values, src.keys, src.styles), len(text))
+    return found
+
+
+def _parse_text(text: str, path: Path, display: str, min_flow_items: int) -> tuple[LoadedFile | None, list[Problem]]:
+    """:func:`parse_yaml` without its memory."""
     if text.startswith("\ufeff"):
         text = text[1:]
     text, restore = _placeholders(text)
