@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import regex
 
+from ..memory import remembered
+
 _SLOT_NAME = regex.compile(r"[a-z][a-z0-9_]*")
 _SPACES = regex.compile(r"\s+")
 _BEFORE_PUNCT = regex.compile(r" (?=[,.!?;:])")
@@ -76,6 +78,7 @@ class Ref:
     optional: bool
 
 
+@remembered
 @functools.lru_cache(maxsize=16384)
 def parse(template: str) -> Seq:
     """Parse ``template`` into a tree of :class:`Lit`, :class:`Seq`, :class:`Alt` and :class:`Ref` (frozen: the

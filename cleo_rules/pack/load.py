@@ -20,8 +20,6 @@ import hashlib
 import math
 import os
 import stat
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ import yaml
 
 from .._deprecated import moved
 from ..errors import Problem
+from ..memory import Memo
 from . import flow
 
 MANIFEST = "pack.yaml"
@@ -92,44 +91,6 @@ class LoadedFile:
         line, col = self.where(pointer, key=key)
         return Problem(code=code, message=message, file=self.display, line=line, col=col + offset,
                        pointer=pointer, rule=rule, help=help, rank=rank, severity=severity)
-
-
-class Memo:
-    """A map in memory bounded by the total ``weight`` of its values (a text's length, by default one each),
-    least recently used dropped first; safe across threads."""
-
-    def __init__(self, budget: int):
-        self.budget = budget
-        self._items: OrderedDict = OrderedDict()
-        self._weight = 0
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                return None
-            self._items.move_to_end(key)
-            return found[0]
-
-    def put(self, key, value, weight: int = 1) -> None:
-        if weight > self.budget:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            self._weight += weight - (old[1] if old is not None else 0)
-            self._items[key] = (value, weight)
-            while self._weight > self.budget:
-                _, (_, gone) = self._items.popitem(last=False)
-                self._weight -= gone
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._weight = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 #: documents read without a problem, by the SHA-256 of their text, at most 16 MiB of text (see :func:`parse_yaml`)
