@@ -50,7 +50,9 @@ CONVERSATION = [
 
 
 def pause_ms() -> int:
-    return int(re.search(r"export const PAUSE_MS = (\d+);", EDITOR.read_text(encoding="utf-8")).group(1))
+    found = re.search(r"export const PAUSE_MS = (\d+);", EDITOR.read_text(encoding="utf-8"))
+    assert found is not None, "editor.js no longer says PAUSE_MS"
+    return int(found.group(1))
 
 
 def free_port() -> int:
@@ -191,7 +193,7 @@ def measure(how: str, file: str, edits_of, edits: int, codes: dict[str, Path], w
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=7)
     parser.add_argument("--before", type=Path, help="a checkout of the code to compare with (its directory): each "
                                                     "pack is served by it too, the edits interleaved")
