@@ -99,10 +99,10 @@ class Outcome:
 _NOT_DECIDING = frozenset({"description", "file", "line", "pointer", "generate", "compiled"})
 _keys: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _keys_lock = threading.Lock()
-#: decisions by :func:`decision_key`, message and history, and the cases judged by it and the case; at most
-#: 200,000 of each, least recently used dropped
+#: decisions by :func:`decision_key`, message and history, and the cases judged by it and the case (by its
+#: fields, and by the case itself); at most 200,000 decisions and 400,000 outcomes, least recently used dropped
 _decided = Memo(200_000)
-_judged = Memo(200_000)
+_judged = Memo(400_000)
 _CASE_FIELDS = tuple(f.name for f in dataclasses.fields(Case) if f.name not in ("file", "line"))
 
 
@@ -182,14 +182,20 @@ class Evaluator:
         of the case but where it is written (the outcome is then the same, of this very case)."""
         if self._key is None:
             self._key = decision_key(self.pack)
+        same = _judged.get((self._key, id(case)))  # this very case (a corpus file read again shares its cases)
+        if same is not None and same.case is case:
+            return same
         key = (self._key, *(getattr(case, name) for name in _CASE_FIELDS))
         known = _judged.get(key)
         if known is not None:
-            return dataclasses.replace(known, case=case)
-        d = self.decide(case.message, case.history)
-        outcome = self.judge(case, d)
-        if not (d.note or "").startswith("timeout"):
+            outcome = dataclasses.replace(known, case=case)
+        else:
+            d = self.decide(case.message, case.history)
+            outcome = self.judge(case, d)
+            if (d.note or "").startswith("timeout"):
+                return outcome
             _judged.put(key, outcome)
+        _judged.put((self._key, id(case)), outcome)  # the outcome holds the case: its id is not reused meanwhile
         return outcome
 
     def decide(self, message: str, history) -> Decision:
