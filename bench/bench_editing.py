@@ -2,21 +2,28 @@
 again.
 
 The page sends an edit ``PAUSE_MS`` after the last keystroke (``cleo_rules/serve/static/editor.js``); the service
-judges the whole pack with it (a copy of the pack and its corpus, the serving gate's own judgement), writes it and
-serves the new pack before answering; the page then runs the conversation again (``/v1/classify/batch``). This
-measures the two requests over HTTP on loopback, for two packs:
+judges the whole pack with it (a copy of the pack and its corpus, the serving gate's own judgement, with what the
+process remembers of the files the edit did not change: ``cleo_rules.memory``), writes it and serves the new pack
+before answering; the page then runs the conversation again (``/v1/classify/batch``). This measures the two
+requests over HTTP on loopback, for three packs:
 
-* ``team``: a pack started with ``cleo-rules init`` (three rules, ~300 corpus cases), what a team edits;
-* ``cleo-en``: a copy of the bundled pack with its corpus (49 rules, ~4,400 cases).
+* ``starter``: a pack started with ``cleo-rules init --standalone`` (three rules, ~300 corpus cases);
+* ``cleo-en``: a copy of the bundled pack with its corpus (49 rules, ~4,900 cases, a 330 KB lexicon);
+* ``team``: a pack started with ``cleo-rules init``, built on cleo-en: its own small file is edited, and the
+  composed pack is judged with both corpora.
 
-Each edit is a new text (a rule's description with a counter), so nothing is read back from the compiled-pack
-cache: every one is compiled and judged afresh, as a designer's typing is. An edit that does not check (a bound
-that is not a number) is timed too: nothing is written and the turns are not run again. The pause is added as
-the page waits it; the browser's own rendering is not counted.
+Each edit is a new text (a rule's description, or a line of the team's file, with a counter), so nothing is read
+back from the compiled-pack cache: every one is compiled and judged afresh, as a designer's typing is. An edit
+that does not check (a bound that is not a number, a list left open) is timed too: nothing is written and the
+turns are not run again. The pause is added as the page waits it; the browser's own rendering is not counted.
+
+``--before DIR`` serves each pack with the code of another checkout too (a directory holding ``cleo_rules``,
+``rules``, ``corpus``, ``schemas`` and ``pyproject.toml``, e.g. ``git archive REV | tar -x -C DIR``), each
+server on its own copy, the edits made to one then the other: before and after, interleaved in one run.
 
 Usage::
 
-    .venv/bin/python bench/bench_editing.py [--edits 7]
+    .venv/bin/python bench/bench_editing.py [--edits 7] [--before DIR] [--packs starter,cleo-en,team]
 """
 
 from __future__ import annotations
