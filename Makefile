@@ -35,8 +35,14 @@ browser:
 	  fi; \
 	fi
 
+# The suite runs on every core (pytest-xdist, one test file per worker: see tests/conftest.py);
+# TEST_WORKERS=0 runs it in this one process. The package's bytecode is compiled first, so the
+# hundreds of commands the tests start read it even where PYTHONDONTWRITEBYTECODE is set.
+TEST_WORKERS ?= auto
+
 test: $(STAMP) browser
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	$(BIN)/python -m compileall -q cleo_rules
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 check: $(STAMP)
 	$(BIN)/cleo-rules check

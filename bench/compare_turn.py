@@ -6,7 +6,9 @@ package) and of this one in turn, ``--runs`` times each, the order swapped
 every run so that neither always goes first on a busy machine. Each run is a
 process of its own with ``--passes`` timed passes. Prints, for every stage,
 the median over the runs of each run's median, before and after side by
-side, and their ratio.
+side, and their ratio; then the targets of issue 23: a turn's median (``total``) at most a
+third of the checkout before's, and classification inside a turn at most 200 µs (median); the
+exit status is 1 when either is missed.
 
 Usage::
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("classify", "embed", "search", "metadata", "context", "trace", "total")
+CLASSIFY_TARGET_US = 200
 _ROW = re.compile(r"^(\w+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)")
 
 
@@ -64,7 +67,13 @@ def main(argv=None) -> int:
         b, a = statistics.median(before), statistics.median(after)
         print(f"{stage:<10}{b:>10.4f}{a:>10.4f}{a / b:>14.3f}   "
               f"{' '.join(f'{v:.3f}' for v in before)} | {' '.join(f'{v:.3f}' for v in after)}")
-    return 0
+    turn = statistics.median(r["total"] for r in runs["after"]) / statistics.median(r["total"] for r in runs["before"])
+    classify_us = 1000 * statistics.median(r["classify"] for r in runs["after"])
+    turn_met, classify_met = turn <= 1 / 3, classify_us <= CLASSIFY_TARGET_US
+    print(f"\nturn p50 after/before {turn:.3f} (target at most 0.333): {'met' if turn_met else 'NOT met'}; "
+          f"classify in a turn {classify_us:.0f} µs median (target at most {CLASSIFY_TARGET_US} µs): "
+          f"{'met' if classify_met else 'NOT met'}")
+    return 0 if turn_met and classify_met else 1
 
 
 if __name__ == "__main__":

@@ -28,8 +28,13 @@ finds the **referent** of a follow-up, deterministically:
 *Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
 quoted titles, and, in a reply that names nothing in capitals, its opening
 subject before one of the pack's ``clause_verbs`` ("prezzo is an italian
-restaurant": "prezzo"), which catches names typed in lower case. Names that only fix a time (the pack's
-``time_words``: months, days) are never referents.
+restaurant": "prezzo"), which catches names typed in lower case; a name the
+opening subject goes on in lower case is read whole ("Yippee noodle bar
+serves ...": "Yippee noodle bar", not "Yippee"). Names that only fix a time (the pack's
+``time_words``: months, days) are never referents, nor is a one-word name that
+is an English word right before a lower-case noun that is no verb (the lexicon's
+``plain_nouns``): "an Italian restaurant", "Korean food" qualify a noun, they
+name nothing.
 
 *Salience* follows the centering idea that a recent subject is the likeliest
 antecedent: each mention scores ``decay ** age`` (age: turns back from the
@@ -85,6 +90,7 @@ _NUMBER = re.compile(r"(?<![\w.])(?:[£$€¥]\s?)?\d[\d,]*(?:\.\d+)?(?![\w])")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3,
              "fifth": 4, "5th": 4, "sixth": 5, "6th": 5, "last": -1, "latter": -1, "final": -1}
+_NEXT_WORD = re.compile(r"[ \t]+([a-z]+)\b")
 _LETTER = re.compile(r"\b(?:option|number|no\.?|choice|#)\s*([a-h]|\d{1,2})\b")
 
 
@@ -157,7 +163,8 @@ class ReferentFinder:
     """Finds referents with one pack's referent rules; thread-safe, immutable but for its cache."""
 
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
-                 proper=frozenset(), nouns=frozenset(), time_words=(), clause_verbs=(), max_words: int = 12,
+                 proper=frozenset(), nouns=frozenset(), qualifiers=frozenset(), plain_nouns=frozenset(),
+                 time_words=(), clause_verbs=(), max_words: int = 12,
                  timeout: float = 0.05, max_chars: int = DEFAULT_MAX_CHARS):
         self.rules = tuple(rules)
         self.max_chars = max_chars
@@ -165,6 +172,8 @@ class ReferentFinder:
         self._proper = frozenset(proper)
         self._nouns = frozenset(nouns)
         self._dictionary = frozenset(dictionary) | self._common
+        self._modifiers = self._dictionary | frozenset(qualifiers)  # English words that may qualify a noun
+        self._plain = frozenset(plain_nouns)  # nouns that are no verb: "restaurant", not "charges"
         self._function = frozenset(function_words)
         self._time = frozenset(w.lower() for w in time_words)
         verbs = sorted({v.lower() for v in clause_verbs}, key=len, reverse=True)
@@ -218,6 +227,8 @@ class ReferentFinder:
             key = _key(n.text)
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
                 continue
+            if self._modifier(text, n):
+                continue
             found.append(Mention(n.text, n.start, n.end, subject=n.initial))
             if len(found) == MAX_MENTIONS:
                 break  # names come in order: no later one is among the first MAX_MENTIONS things named
@@ -229,11 +240,15 @@ class ReferentFinder:
             at = bisect.bisect_right(starts, m.start(1)) - 1
             if at < 0 or m.start(1) >= named[at].end:
                 found.append(Mention(m.group(1), m.start(1), m.end(1)))
-        if reply and self._verbs is not None and not found:  # a reply typed in lower case
+        if reply and self._verbs is not None:  # a reply typed in lower case, or its opening name cut short
             subject = self._opening_subject(text)
-            if subject is not None and not any(f.start <= subject.start < f.end or subject.start <= f.start < subject.end
-                                               for f in found):
-                found.append(subject)
+            if subject is not None:
+                overlapping = [f for f in found if f.start <= subject.start < f.end or subject.start <= f.start < subject.end]
+                if not overlapping:
+                    if not found:
+                        found.append(subject)
+                elif len(overlapping) == 1 and self._cut_short(overlapping[0], subject):
+                    found[found.index(overlapping[0])] = subject  # "Thanh binh is ...": the name as the subject says it
         found.sort(key=lambda m: m.start)
         del found[MAX_MENTIONS:]
         items = _list_items(text, MAX_MENTIONS)
@@ -246,6 +261,28 @@ class ReferentFinder:
                     distinct.append(m)
             options = tuple(distinct)
         return _Reading(tuple(found), options)
+
+    def _cut_short(self, name: Mention, subject: Mention) -> bool:
+        """Whether the reply's opening subject is ``name`` typed on in lower case ("Yippee noodle bar is ..."):
+        it starts where the name does and goes on with at most three lower-case words, each a noun or a word the
+        lexicon does not know ("Cresswell it is" is a name, then a pronoun)."""
+        if name.start != subject.start or name.end >= subject.end:
+            return False
+        rest = subject.text[name.end - subject.start:].split()
+        return 1 <= len(rest) <= 3 and all(w.isalpha() and w.islower() and w not in self._function and
+                                           (w in self._nouns or w not in self._dictionary) for w in rest)
+
+    def _modifier(self, text: str, name) -> bool:
+        """Whether a one-word name is an English word qualifying the lower-case noun right after it ("an
+        Italian restaurant", "Korean food"; a noun that is no verb, so "Ledger charges" is a name and its
+        verb): an adjective before its noun, not a name."""
+        word = name.text.lower()
+        if " " in word or word not in self._modifiers:
+            return False
+        after = _NEXT_WORD.match(text, name.end)
+        if after is None or after.group(1) not in self._plain or after.group(1) in self._function:
+            return False
+        return self._verbs is None or self._verbs.match(after.group()) is None  # "Psalms was": a verb, not a noun
 
     def _opening_subject(self, text: str) -> Mention | None:
         """The noun phrase that opens the reply, before its first clause verb, when it names something.

@@ -10,9 +10,12 @@ marked ``model``, so ``pytest -m "not model"`` runs the fast part of the suite.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # the compiled-pack cache of this run (and of the commands it starts): never the developer's own
 os.environ["CLEO_RULES_CACHE"] = _CACHE = tempfile.mkdtemp(prefix="cleo-rules-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# The services the tests start encode ingests at the priority of everything else: at the default,
+# nice 19, an ingest waits for the cores while the other workers of a parallel run (or anything
+# else on the machine) use them, and the tests time out waiting for it. The priority itself is
+# tested in test_serve_scheduler.py, which sets it or removes this.
+os.environ["CLEO_EMBED_BULK_NICE"] = "0"
 
 
 @pytest.fixture(autouse=True)
@@ -29,13 +37,159 @@ def _no_pack_from_the_environment(monkeypatch):
     monkeypatch.delenv("CLEO_RULES_PACK", raising=False)
 
 
+# the error-code registry's suite-wide tests judge what every other test raised: they run last
+SUITE_LAST = "tests/test_error_codes.py::test_suite_"
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if {"embedder", "reference_embedder"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model)
-    # the error-code registry's suite-wide tests judge what every other test raised: they run last
-    last = [item for item in items if item.nodeid.startswith("tests/test_error_codes.py::test_suite_")]
+    last = [item for item in items if item.nodeid.startswith(SUITE_LAST)]
     items[:] = [item for item in items if item not in last] + last
+
+
+# -- parallel runs (pytest-xdist: make test runs `pytest -n auto --dist loadfile`) ------------------
+#
+# Each worker is a process of its own with its own temporary directories, compiled-pack cache
+# (CLEO_RULES_CACHE above), PostgreSQL server (the session's ``pg``), services on free ports and
+# browser profiles. A test file runs whole on one worker (module fixtures are built once). The
+# suite-wide error-code tests are handed out last, once every other file has been handed out, and
+# read what the other workers raised from the files they write when they finish.
+
+_LAST_SCOPE = "(the suite-wide tests, last)"
+# The files that take longest, by file name, longest first: handed out before the others (which go
+# in order of their number of tests), so that no long file starts when the rest of the run is done.
+# A name missing here only makes the run end less evenly; nothing is skipped.
+SLOW_FILES = (
+    "test_pack_cache.py", "test_check_formats.py", "test_hostile_clients_service.py", "test_corpus_check.py",
+    "test_hostile_clients_bounds.py", "test_hostile_store.py", "test_postgres_store.py", "test_packaging.py",
+    "test_playground_browser.py", "test_runtime_cache.py", "test_precommit_hook.py",
+    "test_hostile_pack_mutations.py", "test_memory_backends.py", "test_embedding_provenance.py",
+    "test_runtime_busy.py", "test_hostile_clients_postgres.py",
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Whole files to workers, for every --dist but each (which runs every test on every worker)."""
+    if config.getoption("dist") == "each":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LastScheduling(LoadFileScheduling):
+        """Files to workers as they free up, the suite-wide tests only when nothing else is left."""
+
+        def _split_scope(self, nodeid):
+            return _LAST_SCOPE if nodeid.startswith(SUITE_LAST) else super()._split_scope(nodeid)
+
+        ordered = False
+
+        def _assign_work_unit(self, node):
+            if not self.ordered:  # the queue is whole at the first assignment
+                self.ordered = True
+                rank = {name: n for n, name in enumerate(SLOW_FILES)}
+                scopes = sorted(self.workqueue, key=lambda scope: (
+                    scope == _LAST_SCOPE, rank.get(scope.rsplit("/", 1)[-1], len(rank))))
+                for scope in scopes:  # a stable sort: the rest keep xdist's order, most tests first
+                    self.workqueue.move_to_end(scope)
+            if _LAST_SCOPE in self.workqueue and len(self.workqueue) > 1:
+                self.workqueue.move_to_end(_LAST_SCOPE)
+            super()._assign_work_unit(node)
+
+    return LastScheduling(config, log)
+
+
+def pytest_configure(config):
+    distributed = getattr(config.option, "numprocesses", None) and config.getoption("dist") not in ("no", "each")
+    if distributed and not hasattr(config, "workerinput"):
+        config.stash[_CODES_DIR] = tempfile.mkdtemp(prefix="cleo-rules-test-codes-")
+
+
+def pytest_unconfigure(config):
+    if _CODES_DIR in config.stash:
+        shutil.rmtree(config.stash[_CODES_DIR], ignore_errors=True)
+
+
+_CODES_DIR = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    if _CODES_DIR in node.config.stash:
+        node.workerinput["cleo_codes_dir"] = node.config.stash[_CODES_DIR]
+
+
+def _worker_codes_dir(config):
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or "cleo_codes_dir" not in workerinput:
+        return None, None
+    return Path(workerinput["cleo_codes_dir"]), workerinput["workerid"]
+
+
+def pytest_sessionstart(session):
+    directory, worker = _worker_codes_dir(session.config)
+    if directory is not None:
+        _write_whole(directory / f"{worker}.pid", str(os.getpid()))
+
+
+def pytest_sessionfinish(session):
+    """A worker's codes, written once it has run its last test."""
+    directory, worker = _worker_codes_dir(session.config)
+    if directory is not None:
+        from cleo_rules import codes
+
+        observed = {code: sorted(messages) for code, messages in codes.observed().items()}
+        _write_whole(directory / f"{worker}.json", json.dumps(observed))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader sees nothing or all of it (a file renamed into place)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def suite_codes(request) -> dict[str, set[str]]:
+    """Every error code raised in this test run so far, with messages (up to 64 per code and process).
+
+    In one process, what :func:`cleo_rules.codes.observed` holds. Under
+    pytest-xdist, also what every other worker raised: the fixture waits until
+    each of them has finished its last test and written its codes.
+    """
+    from cleo_rules import codes
+
+    merged = {code: set(messages) for code, messages in codes.observed().items()}
+    directory, me = _worker_codes_dir(request.config)
+    if directory is None:
+        return merged
+    deadline = time.monotonic() + 3600
+    while True:
+        waiting = []
+        for pid_file in directory.glob("*.pid"):
+            worker = pid_file.stem
+            if worker == me or (directory / f"{worker}.json").exists():
+                continue
+            assert _alive(int(pid_file.read_text())), f"worker {worker} ended without writing the codes it raised"
+            waiting.append(worker)
+        if not waiting:
+            break
+        assert time.monotonic() < deadline, f"workers {waiting} did not finish within an hour"
+        time.sleep(0.2)
+    for result in directory.glob("*.json"):
+        if result.stem != me:
+            for code, messages in json.loads(result.read_text(encoding="utf-8")).items():
+                merged.setdefault(code, set()).update(messages)
+    return merged
 
 
 _browser_seconds: dict[str, float] = {}

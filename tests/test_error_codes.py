@@ -2,7 +2,8 @@
 
 Codes are recorded as problems and errors are made (cleo_rules.codes.seen). The
 two ``test_suite_*`` tests run after every other test of the session (see
-conftest.py) and judge what the whole suite raised.
+conftest.py) and judge what the whole suite raised (with pytest-xdist, in every
+worker: the ``suite_codes`` fixture).
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def _whole_suite(config) -> bool:
     return args == testpaths or args == {config.rootpath.resolve()}
 
 
-def test_suite_raises_only_registered_codes_with_their_templates():
-    seen = codes.observed()
+def test_suite_raises_only_registered_codes_with_their_templates(suite_codes):
+    seen = suite_codes
     assert seen, "no code was recorded"
     unregistered = sorted(code for code in seen if code not in CODES)
     assert not unregistered, f"raised but not registered: {unregistered}"
@@ -86,10 +87,10 @@ def test_suite_raises_only_registered_codes_with_their_templates():
     assert not wrong, f"messages that do not fit their code's template: {wrong}"
 
 
-def test_suite_raises_every_registered_code(request):
+def test_suite_raises_every_registered_code(request, suite_codes):
     if not _whole_suite(request.config):
         pytest.skip("judges the whole suite; this run selects part of it")
-    never = sorted(set(CODES) - set(codes.observed()))
+    never = sorted(set(CODES) - set(suite_codes))
     assert not never, f"registered but never raised in the tests: {never}"
 
 

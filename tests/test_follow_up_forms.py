@@ -154,3 +154,26 @@ def test_the_last_request_again_for_other_people_is_searched_with_it(trade, form
     d = PACK.classify(message, REQUEST)
     assert d.kind == "follow_up" and d.anchor == REQUEST[0]
     assert names(d) == ["anchor", "referent", "message"]
+
+
+FLAT = ["Find me a two-bed flat to rent in Ripon",
+        {"role": "assistant", "content": "Marlowe House has a two-bed flat at 950 a month."}]
+
+
+@pytest.mark.parametrize("message", ["Could you send me the floorplan?", "What is the floorplan like?",
+                                     "Can I see the inventory, please?", "What would the price be?",
+                                     "And the gazebo?"])
+def test_a_description_of_a_part_of_what_the_assistant_named_is_a_follow_up_about_it(message):
+    d = PACK.classify(message, FLAT)
+    assert d.kind == "follow_up"
+    assert "Marlowe House" in [p.text for p in d.parts if p.name == "referent"]
+
+
+@pytest.mark.parametrize("message, history", [
+    ("What is the floorplan?", []),                                        # nothing before it
+    ("Why does the gazebo leak whenever we get storms?", FLAT),            # a topic of its own besides
+    ("What happened after the relocated?", FLAT),                          # a verb's form, not a noun
+])
+def test_a_rare_word_is_read_as_a_noun_only_when_the_description_is_all_the_message_says(message, history):
+    d = PACK.classify(message, history)
+    assert d.rule != "follow_up.definite"

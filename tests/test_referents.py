@@ -85,3 +85,33 @@ def test_a_long_reply_is_read_but_not_remembered():
     long = reply("Hadley " + "word " * 1000)
     assert find("Is it cheaper?", ["Compare", long]) is not None or True  # reads without error
     assert long["content"] not in FINDER._cache
+
+
+@pytest.mark.parametrize("adjective", ["Turkish", "Italian", "Korean", "Modern"])
+def test_an_english_word_before_its_noun_is_no_name_but_the_name_it_describes_is(adjective):
+    history = ["Where can I buy rye bread?", reply(f"There is a {adjective} bakery called Ozan Bakehouse nearby.")]
+    assert find("What is their number?", history).text == "Ozan Bakehouse"
+    # with nothing else named, the adjective is not taken for one
+    assert find("What is their number?", [reply(f"There is a {adjective} bakery near the market.")]) is None
+
+
+def test_a_name_whose_next_word_is_its_verb_stays_a_name():
+    # "charges" is a noun too, but also a verb: "Ledger" is the name of what charges, not a modifier
+    assert find("Do they do payroll?", [reply("For bookkeeping, Ledger charges 95 a month.")]).text == "Ledger"
+    assert find("What did it cost?", [reply("The Psalms was released in March.")]).text == "Psalms"
+
+
+@pytest.mark.parametrize("opening, name", [
+    ("Marlowe boatyard is on the river", "Marlowe boatyard"),
+    ("Ozan bakehouse serves Turkish bread", "Ozan bakehouse"),
+    ("Tenby yard cafe is open late", "Tenby yard cafe"),
+])
+def test_a_name_typed_on_in_lower_case_is_read_whole_as_the_reply_opens_with_it(opening, name):
+    assert find("Are they open on Sundays?", ["Where should we go?", reply(opening + ".")]).text == name
+
+
+def test_an_opening_subject_with_a_clause_of_its_own_does_not_stretch_the_name():
+    # the words after the name hold a function word: a clause ("Hendricks challenged what he thought was ...")
+    history = [reply("Hendricks challenged what he thought was radical legislation.")]
+    assert find("Why did it matter?", history).text == "Hendricks"
+    assert find("Are they open?", [reply("Cresswell in York has the parts in stock.")]).text == "Cresswell"

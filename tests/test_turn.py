@@ -198,7 +198,10 @@ def test_turn_to_dict_and_timings(recall):
     assert set(d["results"][0]) == {"source", "id", "item", "title", "date", "text", "score"}
     assert d["results"][0]["id"] == "boiler" and d["results"][0]["item"].startswith("boiler#")
     assert set(t.timings) == {"classify", "embed", "search", "metadata", "context", "trace", "total"}
-    assert 0 < t.timings["classify"] < t.timings["embed"]
+    # each stage was timed, and the stages are disjoint parts of the turn (which is faster, classify or
+    # the embedding, is bench/bench_turn.py's to measure: a turn preempted mid-classify would say otherwise)
+    stages = [t.timings[s] for s in ("classify", "embed", "search", "metadata", "context", "trace")]
+    assert all(s > 0 for s in stages) and t.timings["total"] >= sum(stages)
     assert "timings" not in t.to_dict()
 
 

@@ -150,7 +150,9 @@ def build_matcher(settings, rules: Mapping[str, tuple], identity, *, lexicon: Ma
     nouns = lexicon.get("nouns", frozenset())
     finder = ReferentFinder(
         rules.get(FileKind.REFERENTS, ()), common=common, dictionary=common | nouns, function_words=function_words,
-        proper=lexicon.get("proper", frozenset()), nouns=nouns, time_words=referent_words.get("time_words", ()),
+        proper=lexicon.get("proper", frozenset()), nouns=nouns,
+        qualifiers=lexicon.get("qualifiers", frozenset()), plain_nouns=lexicon.get("plain_nouns", frozenset()),
+        time_words=referent_words.get("time_words", ()),
         clause_verbs=referent_words.get("clause_verbs", ()), max_words=settings.max_referent_words,
         timeout=settings.timeout_ms / 1000.0, max_chars=settings.max_scan_chars)
     vocabulary = Vocabulary(vocab_sets, settings.timeout_ms / 1000.0)

@@ -69,6 +69,7 @@ class FollowUpLane(PatternLane):
         self.context = context
         self.settings = context.settings
         self.lexicon = context.lexicon
+        self._known_words: frozenset | None = None
 
     def accept(self, rule, match, walk) -> bool:
         recorder = walk.recorder
@@ -109,7 +110,7 @@ class FollowUpLane(PatternLane):
         if rule.head_in is not None:
             # the match ends on a head: its last word is in the set, and no plain
             # noun follows it (that would make a compound: "the boiler service")
-            if self._head(rule, m, walk.text) is None:
+            if self._head(rule, m, walk.text) is None and not self._bare_rare_head(m, walk):
                 return self._refuse(walk.recorder, rule, f"it does not end on a word of the lexicon's {rule.head_in}",
                                     "head_in")
         if rule.unless_name or rule.unless_name_before:
@@ -145,6 +146,33 @@ class FollowUpLane(PatternLane):
                 return word
             return None
         return None
+
+    def _bare_rare_head(self, m, walk) -> bool:
+        """Whether the match ends on a word the lexicon does not know and is all the message says.
+
+        The lexicon's noun set holds frequent words; a rare word ("the
+        postcode", "the turnstiles") is read as a noun too, since rare words
+        are mostly nouns, but only when the description is the whole of the
+        message's topic (no topic word outside the match: "what is the
+        postcode?", not "why are the amplifiers important?"), and not a word
+        formed as a verb's past or an adverb ("the relocated").
+        """
+        last = None
+        for last in WORD.finditer(m.group()):
+            pass
+        if last is None or last.end() != len(m.group()):
+            return False
+        word = last.group()
+        if len(word) < 3 or not word.isalpha() or word.endswith(("ed", "ly")) or word in self._known():
+            return False
+        return walk.topic_counts(*m.span())[0] == 0
+
+    def _known(self) -> frozenset:
+        """Every word of the lexicon's sets."""
+        known = self._known_words
+        if known is None:
+            known = self._known_words = frozenset().union(*self.lexicon.values())
+        return known
 
     def _antecedent(self, rule, m, history, recorder) -> bool:
         """Whether a recent turn mentions what the match's head names ("the band" after "... the band ...").
