@@ -1,9 +1,9 @@
-"""What a process remembers while a pack is edited (cleo_rules.memory, issue 24): an edit is judged again only in
+"""What a process remembers while a pack is edited (cleo_rules.memo, issue 24): an edit is judged again only in
 what it changed, and the judgement is exactly the full one.
 
 Each memory is keyed by everything its value is made of (a file's text, a pattern, a group's hash, the pack's
 decision key); these tests hold every judgement made with what is remembered to the judgement made from nothing
-(:func:`cleo_rules.memory.forget`) and to `cleo-rules check` of the edit written, and each key to the inputs it
+(:func:`cleo_rules.memo.clear_memos`) and to `cleo-rules check` of the edit written, and each key to the inputs it
 must tell apart.
 """
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from cleo_rules.corpus.generate import generate
 from cleo_rules.corpus.judge import decision_key
 from cleo_rules.editing import edit_file, read_file
-from cleo_rules.memory import forget
+from cleo_rules.memo import clear_memos
 from cleo_rules.pack import load
 from cleo_rules.pack.compile import _compile, compile_pack
 from cleo_rules.pack.validate import find_schema_problems
@@ -50,14 +50,14 @@ def judged_alike(pack_dir: Path, name: str, text: str) -> dict:
     """Judge ``text`` as ``name`` with what is remembered, then from nothing, then as `check` judges it written:
     all three the same. The first judgement's document."""
     warm = edit_file(pack_dir, name, text, write=False).to_dict()
-    forget()
+    clear_memos()
     cold = edit_file(pack_dir, name, text, write=False).to_dict()
     assert warm == cold
     path = Path(name)
     before = path.read_text(encoding="utf-8")
     path.write_text(text, encoding="utf-8")
     try:
-        forget()
+        clear_memos()
         full = check(pack_dir)
         found = full.errors()
         assert errors_of(found) == sorted(p["file"] and _format(p) for p in warm["problems"]
@@ -126,7 +126,7 @@ def test_edits_of_the_bundled_pack_copied_are_judged_as_the_full_check(tmp_path,
 
 
 def test_a_file_read_again_is_the_same_document_at_its_own_path_and_one_byte_makes_another(tmp_path):
-    forget()
+    clear_memos()
     text = (rules_dir() / "follow_ups.yaml").read_text(encoding="utf-8")
     a, problems = load.parse_yaml(text, tmp_path / "a.yaml", "a.yaml")
     b, _ = load.parse_yaml(text, tmp_path / "b.yaml", "b.yaml")
@@ -135,13 +135,13 @@ def test_a_file_read_again_is_the_same_document_at_its_own_path_and_one_byte_mak
     changed = text.replace("description: ", "description: x", 1)
     c, _ = load.parse_yaml(changed, tmp_path / "a.yaml", "a.yaml")
     assert c is not None and c.data is not a.data and c.data != a.data
-    forget()
+    clear_memos()
     fresh, _ = load.parse_yaml(changed, tmp_path / "a.yaml", "a.yaml")
     assert fresh is not None and fresh.data == c.data and fresh.values == c.values and fresh.keys == c.keys
 
 
 def test_a_document_remembered_is_never_changed_by_compiling_and_judging_its_pack(team):
-    forget()
+    clear_memos()
     text = (team / FOLLOW_UPS).read_text(encoding="utf-8")
     src, _ = load.parse_yaml(text, team / FOLLOW_UPS, FOLLOW_UPS)
     assert src is not None
@@ -153,7 +153,7 @@ def test_a_document_remembered_is_never_changed_by_compiling_and_judging_its_pac
 
 
 def test_schema_findings_remembered_are_placed_at_the_file_read(tmp_path):
-    forget()
+    clear_memos()
     text = "kind: follow_ups\nrules:\n  - id: follow_up.x\n    pattern: 'x'\n    colour: blue\n"
     a, _ = load.parse_yaml(text, tmp_path / "a.yaml", "one/a.yaml")
     b, _ = load.parse_yaml(text, tmp_path / "b.yaml", "two/b.yaml")
@@ -174,10 +174,10 @@ def test_what_is_remembered_never_crosses_from_one_pack_to_another(tmp_path, mon
     path = tmp_path / "b" / FOLLOW_UPS
     path.write_text(path.read_text(encoding="utf-8").replace("(?:tell|show|give)", "(?:tell|show)", 1),
                     encoding="utf-8")
-    forget()
+    clear_memos()
     a = check(tmp_path / "a" / "rules")
     b = check(tmp_path / "b" / "rules")
-    forget()
+    clear_memos()
     b_alone = check(tmp_path / "b" / "rules")
     assert a.ok and not b.ok
     assert errors_of(b.errors(10_000)) == errors_of(b_alone.errors(10_000))
@@ -216,13 +216,13 @@ def test_the_decision_key_holds_what_decides_and_nothing_else(team):
 
 
 def test_a_template_changed_generates_that_rules_cases_again_and_no_other(team):
-    forget()
+    clear_memos()
     before = generate(compile_pack(team / "rules", check_examples=False))
     path = team / FOLLOW_UPS
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("{Tell|Show|Give} me more", "{Tell|Show} me more", 1), encoding="utf-8")
     warm = generate(compile_pack(team / "rules", check_examples=False))
-    forget()
+    clear_memos()
     cold = generate(compile_pack(team / "rules", check_examples=False))
     assert [(g.name, g.hash, g.cases) for g in warm] == [(g.name, g.hash, g.cases) for g in cold]
     changed = [g.name for g, old in zip(warm, before) if g.cases != old.cases]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import Problem
 from ..kinds import DecisionKind
-from ..memory import Memo
+from ..memo import Memo
 from ..pack.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
 from ..pack.validate import find_schema_problems
 from .model import CROSS, HAND, Case, history_item, plain, problem

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import regex
 
-from ..memory import remembered
+from ..memo import memoized
 
 _SLOT_NAME = regex.compile(r"[a-z][a-z0-9_]*")
 _SPACES = regex.compile(r"\s+")
@@ -78,7 +78,7 @@ class Ref:
     optional: bool
 
 
-@remembered
+@memoized
 @functools.lru_cache(maxsize=16384)
 def parse(template: str) -> Seq:
     """Parse ``template`` into a tree of :class:`Lit`, :class:`Seq`, :class:`Alt` and :class:`Ref` (frozen: the

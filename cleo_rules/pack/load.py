@@ -28,7 +28,7 @@ import yaml
 
 from .._deprecated import moved
 from ..errors import Problem
-from ..memory import Memo
+from ..memo import Memo
 from . import flow
 
 MANIFEST = "pack.yaml"

@@ -34,7 +34,7 @@ from ..kinds import FileKind
 from ..resources import schemas_dir
 from . import backtracking, bounds
 from .templates import QUERY_FIELDS, template_faults
-from ..memory import Memo
+from ..memo import Memo
 from .load import LoadedFile, pointer_join
 
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",

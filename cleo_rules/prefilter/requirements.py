@@ -18,7 +18,7 @@ import functools
 
 import regex
 
-from ..memory import remembered
+from ..memo import memoized
 
 from ..pattern_tree import UNBOUNDED, C, first_chars, is_repeat, parse
 
@@ -397,7 +397,7 @@ def _score(condition) -> float:
              + sum(3 * 0.3 ** size(a) for a in anywhere) + sum(n * 0.5 * 0.3 ** size(w) for w, n in early))
 
 
-@remembered
+@memoized
 @functools.lru_cache(maxsize=4096)
 def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Condition, ...] | None:
     """Conditions every text that ``pattern`` matches satisfies, best first; or None.

@@ -1,11 +1,12 @@
-"""What a process remembers of the packs it compiles and judges, by content, so that judging a pack again after a
-small edit redoes only what the edit changed (the playground's rule editing, :mod:`cleo_rules.editing`).
+"""Memos: what a process keeps of the packs it compiles and judges, by content, so that judging a pack again after
+a small edit redoes only what the edit changed (the playground's rule editing, :mod:`cleo_rules.editing`). Not to
+be confused with a tenant's memory store (:mod:`cleo_rules.retrieval`), which holds conversations and documents.
 
-Each memory is a :class:`Memo` (or a ``functools.lru_cache`` registered with :func:`remembered`) keyed by
+Each memo is a :class:`Memo` (or a ``functools.lru_cache`` registered with :func:`memoized`) keyed by
 everything its value is made of: a file's text, a pattern's text, a group's hash, a pack's decision key
 (:func:`cleo_rules.corpus.judge.decision_key`). A key never names a value made of anything else, so what is
 found is what would be worked out again: nothing is ever stale, and nothing is kept beyond the process (the
-code is its own). :func:`forget` empties them all: a judgement then starts from nothing, as the first one does.
+code is its own). :func:`clear_memos` empties them all: a judgement then starts from nothing, as the first one does.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-__all__ = ["Memo", "forget", "remembered"]
+__all__ = ["Memo", "clear_memos", "memoized"]
 
 _every: list[Callable[[], None]] = []
 
 
 class Memo:
-    """A map in memory bounded by the total ``weight`` of its values (a text's length, by default one each),
+    """A map bounded by the total ``weight`` of its values (a text's length, by default one each),
     least recently used dropped first; safe across threads."""
 
     def __init__(self, budget: int):
@@ -58,13 +59,13 @@ class Memo:
         return len(self._items)
 
 
-def remembered(fn):
-    """Register ``fn``, a ``functools.lru_cache``, to be emptied by :func:`forget`; returns it."""
+def memoized(fn):
+    """Register ``fn``, a ``functools.lru_cache``, to be emptied by :func:`clear_memos`; returns it."""
     _every.append(fn.cache_clear)
     return fn
 
 
-def forget() -> None:
-    """Empty every memory: what is judged next is worked out from nothing."""
+def clear_memos() -> None:
+    """Empty every memo: what is judged next is worked out from nothing."""
     for clear in list(_every):
         clear()
