@@ -42,7 +42,12 @@ against overwriting a change made meanwhile in another editor: when the file
 is another now, nothing is written (:class:`EditConflict`, E242). The gate's
 verdict is remembered by content (:func:`cleo_rules.runtime.judge`), so the
 pack written is accepted by a :class:`~cleo_rules.runtime.PackManager` at
-once, without judging it again.
+once, without judging it again; and the pack judged is handed over with the
+edit (:attr:`Edit.accepted`), which a manager serving the pack's directory
+serves as it would load it from the files written, without compiling or
+reading them again (:meth:`~cleo_rules.runtime.PackManager.adopt`). The
+compiled-pack cache's entries made while an edit is judged are written once
+the editing pauses (:func:`cleo_rules.pack.cache.written_later`).
 """
 
 from __future__ import annotations
@@ -52,13 +57,16 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from .corpus.files import corpus_dir_of, corpus_files
 from .errors import CleoError, Problem, UsageError
 from .pack.load import MANIFEST, MAX_FILE_BYTES, display, load_yaml, resolve_member
+
+if TYPE_CHECKING:
+    from .runtime import Acceptance
 
 __all__ = ["Edit", "EditConflict", "PackFile", "edit_file", "editable_files", "read_file", "refuse_unwritable"]
 
@@ -95,7 +103,9 @@ class Edit:
     at the real files; ``sha256`` the SHA-256 of the file on disk now (the
     ``base`` of a next edit); ``pack`` the edited pack's name, version and
     content hash (None when it does not compile); ``rebuilt`` the generated
-    corpus files written or removed with it (an edit with ``rebuild``).
+    corpus files written or removed with it (an edit with ``rebuild``);
+    ``accepted`` the gate's acceptance of the pack as judged, when it was
+    written (:meth:`cleo_rules.runtime.PackManager.adopt` serves it at once).
     """
 
     file: str
@@ -104,6 +114,7 @@ class Edit:
     sha256: str
     pack: dict | None = None
     rebuilt: tuple[str, ...] = ()
+    accepted: Acceptance | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -312,6 +323,7 @@ class _Judged:
     problems: list[Problem]
     pack: dict | None
     generated: dict[Path, bytes | None]
+    accepted: Acceptance | None = None
 
 
 def _schemas_beside(real_corpus: Path, staged_corpus: Path) -> None:
@@ -356,13 +368,15 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
     """The gate's judgement of the pack with ``data`` as ``target`` (and, with ``rebuild``, its generated corpus
     built again from it): its problems (placed at the real files, errors first), the edited pack's identity (None
     when it does not compile) and the generated files rebuilt."""
-    from .runtime import judge
+    from .pack.cache import written_later
+    from .runtime import judge_accepting
 
     root = _root(pack_dir)
     try:
         staged_pack, staged_corpus, links = _stage(pack_dir, target, data, root)
-        generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
-        result = judge(staged_pack, require=require)
+        with written_later():  # the cache's entries are written once the editing pauses, off the request's path
+            generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
+            result, accepted = judge_accepting(staged_pack, require=require)
         found = result.errors()  # what the gate refuses a pack for, as it says it
         if result.error is not None:
             found += [p for p in result.error.problems if p.severity != "error"]
@@ -376,7 +390,7 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
         placed.sort(key=lambda p: (p.severity != "error", p.severity != "warning", p.rank))
         pack = result.pack
         identity = {"name": pack.name, "version": pack.version, "hash": pack.content_hash} if pack else None
-        return _Judged(placed, identity, generated)
+        return _Judged(placed, identity, generated, accepted)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -473,4 +487,5 @@ def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, requir
                 _write(path, body)
         if data != now:
             _write(target.path, data)
-        return replace(edit, written=True, sha256=_sha(data), rebuilt=tuple(display(p) for p in judged.generated))
+        return replace(edit, written=True, sha256=_sha(data), rebuilt=tuple(display(p) for p in judged.generated),
+                       accepted=judged.accepted)
