@@ -206,6 +206,8 @@ def entries(where: Path) -> dict[str, dict]:
     assert store is not None
     out = {}
     for path in sorted(where.glob("*-*.json")):
+        if path.name.startswith("."):  # a writer's temporary file, renamed over its entry when whole
+            continue
         kind, key = path.stem.split("-", 1)
         doc = store.read(key, kind)
         assert doc is not None
