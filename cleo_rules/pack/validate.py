@@ -311,12 +311,17 @@ def lint_pattern(src: LoadedFile, ptr: str, rid: str | None, pattern: str) -> tu
 
 def _risk(pattern: str, compiled) -> str | None:
     """Why ``pattern`` can backtrack catastrophically (:func:`~.backtracking.static_risk`, then
-    :func:`~.backtracking.probe`), or None; remembered by the pattern's text (:data:`_risks`), so the patterns of
-    a pack being edited that did not change are not probed again."""
+    :func:`~.backtracking.probe`), or None; memoized by the pattern's text (:data:`_risks`), so the patterns of
+    a pack being edited that did not change are not probed again. A probe that ran out of time is not memoized:
+    the time may have been the machine's load, so the pattern is probed again the next time it is linted."""
     known = _risks.get(pattern)
     if known is not None:
         return known or None
-    why = backtracking.static_risk(pattern) or backtracking.probe(compiled, pattern)
+    why = backtracking.static_risk(pattern)
+    if why is None:
+        why = backtracking.probe(compiled, pattern)
+        if why is not None:
+            return why
     _risks.put(pattern, why or "", len(pattern) + 64)
     return why
 
