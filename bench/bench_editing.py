@@ -3,12 +3,13 @@ again.
 
 The page sends an edit ``PAUSE_MS`` after the last keystroke (``cleo_rules/serve/static/editor.js``); the service
 judges the whole pack with it (a copy of the pack and its corpus, the serving gate's own judgement, with what the
-process remembers of the files the edit did not change: ``cleo_rules.memo``), writes it and serves the new pack
-before answering; the page then runs the conversation again (``/v1/classify/batch``). This measures the two
+process memoizes of the files the edit did not change: ``cleo_rules.memo``), writes it and serves the pack judged
+(``PackManager.adopt``) before answering; the page then runs the conversation again (``/v1/classify/batch``). This measures the two
 requests over HTTP on loopback, for three packs:
 
 * ``starter``: a pack started with ``cleo-rules init --standalone`` (three rules, ~300 corpus cases);
-* ``cleo-en``: a copy of the bundled pack with its corpus (49 rules, ~4,900 cases, a 330 KB lexicon);
+* ``cleo-en``: a copy of the bundled pack with its corpus (49 rules, ~4,900 cases, a 330 KB lexicon), each code's
+  own;
 * ``team``: a pack started with ``cleo-rules init``, built on cleo-en: its own small file is edited, and the
   composed pack is judged with both corpora.
 
@@ -169,11 +170,11 @@ PACKS = [("starter", "init --standalone", "rules/follow_ups.yaml", rule_edits),
          ("team", "init", "rules/corrections.yaml", team_edits)]
 
 
-def make_pack(how: str, where: Path, cache: str) -> None:
-    if how == "copy":
+def make_pack(how: str, where: Path, cache: str, code: Path) -> None:
+    if how == "copy":  # the bundled pack of the code serving it, with its corpus
         where.mkdir()
-        shutil.copytree(ROOT / "rules", where / "rules")
-        shutil.copytree(ROOT / "corpus", where / "corpus")
+        shutil.copytree(code / "rules", where / "rules")
+        shutil.copytree(code / "corpus", where / "corpus")
         return
     subprocess.run([sys.executable, "-m", "cleo_rules", *how.split(), str(where)], check=True, capture_output=True,
                    env={**os.environ, "HF_HUB_OFFLINE": "1", "CLEO_RULES_CACHE": cache})
@@ -184,7 +185,7 @@ def measure(how: str, file: str, edits_of, edits: int, codes: dict[str, Path], w
     servers = {}
     try:
         for name, code in codes.items():
-            make_pack(how, work / name, cache)
+            make_pack(how, work / name, cache, code)
             servers[name] = Playground(work / name, cache, code)
         for server in servers.values():
             server.ready()

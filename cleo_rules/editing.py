@@ -53,6 +53,7 @@ the editing pauses (:func:`cleo_rules.pack.cache.written_later`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -68,7 +69,9 @@ from .pack.load import MANIFEST, MAX_FILE_BYTES, display, load_yaml, resolve_mem
 if TYPE_CHECKING:
     from .runtime import Acceptance
 
-__all__ = ["Edit", "EditConflict", "PackFile", "edit_file", "editable_files", "read_file", "refuse_unwritable"]
+__all__ = ["Edit", "EditConflict", "PackFile", "edit_file", "editable_files", "read_file", "refuse_unwritable", "warm"]
+
+log = logging.getLogger("cleo_rules")
 
 _lock = threading.Lock()  # one edit at a time in a process: each judges the whole pack
 
@@ -489,3 +492,20 @@ def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, requir
             _write(target.path, data)
         return replace(edit, written=True, sha256=_sha(data), rebuilt=tuple(display(p) for p in judged.generated),
                        accepted=judged.accepted)
+
+
+def warm(pack_dir, *, require=None) -> None:
+    """Judge the pack in ``pack_dir`` as it is, as an edit would, writing nothing: what the process then memoizes
+    (:mod:`cleo_rules.memo`) holds the pack, so that its first edit is judged as quickly as the next ones
+    (``cleo-rules playground --writable-pack`` does it in the background once the pack serves; an edit made
+    meanwhile waits for it). Never raises: a pack that cannot be judged is judged by its first edit instead."""
+    try:
+        pack_dir = Path(pack_dir)
+        refuse_unwritable(pack_dir)
+        target = editable_files(pack_dir)[0]  # the manifest, as it is
+        with _lock:
+            raw = _bytes(target.path)
+            if raw is not None:
+                _judged(pack_dir, target, raw, require, False)
+    except Exception as exc:  # noqa: BLE001 - a head start only; the edits judge the pack whatever happens here
+        log.debug("pack %s not judged ahead of its edits: %s: %s", pack_dir, type(exc).__name__, exc)

@@ -21,6 +21,11 @@ fully built, immutable :class:`~cleo_rules.pack.model.Pack`, and every
 call reads that reference once, so a request is answered wholly by one pack
 and its decision names that pack's version and content hash.
 
+A pack the gate judged elsewhere (an edit judged in a copy of the pack's
+directory: :mod:`cleo_rules.editing`) is served by
+:meth:`PackManager.adopt` when the directory holds the very files judged,
+as loading them would give it, without compiling or judging it again.
+
 Reload by calling :meth:`PackManager.reload`, or let the manager poll the
 pack directory and its corpus (:meth:`PackManager.watch`; no extra
 dependency), and those of every directory the pack is built on

@@ -268,3 +268,35 @@ def test_a_team_pack_on_a_base_named_by_a_relative_path_is_edited_with_that_base
     moved = edit_file(tmp_path / "team" / "rules", "rules/pack.yaml",
                       now.replace("../../shared/base/rules", "../../base/rules"), base=sha, write=False)
     assert moved.ok, [p.format() for p in moved.problems]
+
+
+# -- judged ahead of the first edit --------------------------------------------------------------------------------
+
+
+def test_a_pack_judged_ahead_of_its_edits_leaves_its_first_edit_only_what_it_changed(tmp_path, monkeypatch):
+    from cleo_rules.editing import warm
+    from cleo_rules.starter import init_pack
+
+    monkeypatch.setenv("CLEO_RULES_CACHE", "off")
+    init_pack(str(tmp_path / "team"))
+    monkeypatch.chdir(tmp_path / "team")
+    pack_dir, name = tmp_path / "team" / "rules", "rules/corrections.yaml"
+    files = {p: p.read_bytes() for p in (tmp_path / "team").rglob("*") if p.is_file()}
+    clear_memos()
+    warm(pack_dir)
+    assert {p: p.read_bytes() for p in (tmp_path / "team").rglob("*") if p.is_file()} == files  # nothing written
+    parsed: list[str] = []
+    real = load._parse_text
+
+    def parse(text, path, display, min_flow_items):
+        parsed.append(display)
+        return real(text, path, display, min_flow_items)
+
+    monkeypatch.setattr(load, "_parse_text", parse)
+    text, _ = read_file(pack_dir, name)
+    new = text.replace("\nkind: corrections", "\n# edited\nkind: corrections", 1)
+    first = edit_file(pack_dir, name, new, write=False)
+    assert first.ok and len(parsed) == 1 and parsed[0].endswith("corrections.yaml")  # cleo-en's files are known
+    clear_memos()
+    assert edit_file(pack_dir, name, new, write=False).to_dict() == first.to_dict()
+    warm(rules_dir())  # the bundled pack is never edited: nothing judged, nothing raised

@@ -29,7 +29,15 @@ key and contents under a secret of 32 random bytes kept in the directory
 (``key``, mode 0600, created once): an entry that is truncated, corrupted,
 written under another key or by someone without the secret is ignored and
 the pack compiled again. At most :data:`MAX_ENTRIES` are kept, the least
-recently used removed first.
+recently used removed first. While an edit of a pack is judged
+(:func:`written_later`), the compiled pack's and the corpus's entries are
+written by a background thread once the editing pauses, never on the path of
+the request; the gate's acceptance is written at once.
+
+**Relocated.** An entry serves a pack from any directory; so does a pack
+compiled in this process: :func:`relocate` gives a pack compiled from one
+directory as compiling another directory holding the very same files would
+(its key the same), without reading them again.
 """
 
 from __future__ import annotations
