@@ -42,25 +42,36 @@ against overwriting a change made meanwhile in another editor: when the file
 is another now, nothing is written (:class:`EditConflict`, E242). The gate's
 verdict is remembered by content (:func:`cleo_rules.runtime.judge`), so the
 pack written is accepted by a :class:`~cleo_rules.runtime.PackManager` at
-once, without judging it again.
+once, without judging it again; and the pack judged is handed over with the
+edit (:attr:`Edit.accepted`), which a manager serving the pack's directory
+serves as it would load it from the files written, without compiling or
+reading them again (:meth:`~cleo_rules.runtime.PackManager.adopt`). The
+compiled-pack cache's entries made while an edit is judged are written once
+the editing pauses (:func:`cleo_rules.pack.cache.written_later`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from .corpus.files import corpus_dir_of, corpus_files
 from .errors import CleoError, Problem, UsageError
 from .pack.load import MANIFEST, MAX_FILE_BYTES, display, load_yaml, resolve_member
 
-__all__ = ["Edit", "EditConflict", "PackFile", "edit_file", "editable_files", "read_file", "refuse_unwritable"]
+if TYPE_CHECKING:
+    from .runtime import Acceptance
+
+__all__ = ["Edit", "EditConflict", "PackFile", "edit_file", "editable_files", "read_file", "refuse_unwritable", "warm"]
+
+log = logging.getLogger("cleo_rules")
 
 _lock = threading.Lock()  # one edit at a time in a process: each judges the whole pack
 
@@ -95,7 +106,9 @@ class Edit:
     at the real files; ``sha256`` the SHA-256 of the file on disk now (the
     ``base`` of a next edit); ``pack`` the edited pack's name, version and
     content hash (None when it does not compile); ``rebuilt`` the generated
-    corpus files written or removed with it (an edit with ``rebuild``).
+    corpus files written or removed with it (an edit with ``rebuild``);
+    ``accepted`` the gate's acceptance of the pack as judged, when it was
+    written (:meth:`cleo_rules.runtime.PackManager.adopt` serves it at once).
     """
 
     file: str
@@ -104,6 +117,7 @@ class Edit:
     sha256: str
     pack: dict | None = None
     rebuilt: tuple[str, ...] = ()
+    accepted: Acceptance | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -216,11 +230,58 @@ def _mirror(real: Path, inside: Path, copy: Path) -> None:
         os.symlink(os.path.realpath(real), copy)
 
 
-def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[Path, Path]:
+def _relative_bases(src) -> list[str]:
+    """The bases the manifest ``src`` (as loaded) names by a relative directory path (``extends: ../base``)."""
+    from .pack.compose import path_like, read_refs
+
+    if src is None or not isinstance(src.data, dict):
+        return []
+    return [ref.spec for ref in read_refs(src) if path_like(ref.spec) and not os.path.isabs(ref.spec)]
+
+
+def _link_bases(pack_dir: Path, staged_pack: Path, root: Path) -> list[tuple[Path, Path]]:
+    """Make each base the staged manifest names by a relative path lead, from the copy, to the base it names from
+    the pack (a link to its directory, where the copy looks for it): ``(link, base)`` for each."""
+    links = []
+    for spec in _relative_bases(load_yaml(staged_pack / MANIFEST)[0]):
+        real = Path(os.path.normpath(pack_dir.resolve() / spec))
+        link = Path(os.path.normpath(staged_pack / spec))
+        if real.name == MANIFEST and real.is_file():
+            real, link = real.parent, link.parent
+        if root not in link.parents or os.path.lexists(link) or not real.is_dir():
+            continue  # one that does not resolve from the pack is refused from the copy as from the pack
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(real, link, target_is_directory=True)
+        links.append((link, real))
+    return links
+
+
+def _depth(pack_dir: Path, target: PackFile, data: bytes) -> int:
+    """How many directories up a base the pack (as edited) names by a relative path lies from the pack, at most."""
+    from .pack.load import parse_yaml
+
+    manifests = [load_yaml(pack_dir / MANIFEST)[0]]
+    if target.role == "manifest":
+        try:
+            manifests.append(parse_yaml(data.decode("utf-8"), target.path, target.name)[0])
+        except UnicodeDecodeError:
+            pass
+    ups = [0]
+    for spec in (spec for src in manifests for spec in _relative_bases(src)):
+        parts = Path(os.path.normpath(spec)).parts
+        ups.append(next((i for i, part in enumerate(parts) if part != ".."), len(parts)))
+    return min(max(ups), 16)
+
+
+def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[Path, Path, list[tuple[Path, Path]]]:
     """Copy the pack (its manifest, the files the manifest as edited lists) and its corpus under ``root``, laid
-    out as they are (the corpus beside the pack), with ``data`` as ``target``'s content; ``(pack, corpus)``."""
+    out as they are (the corpus beside the pack), with ``data`` as ``target``'s content, and the bases it names by
+    a relative path linked where the copy looks for them (the copy lies deep enough in ``root`` that they are in
+    it); ``(pack, corpus, [(base link, base)])``.
+    """
     corpus = corpus_dir_of(pack_dir)
-    staged_pack, staged_corpus = root / pack_dir.name, root / "corpus"
+    home = root.joinpath(*["up"] * _depth(pack_dir, target, data))
+    staged_pack, staged_corpus = home / pack_dir.name, home / "corpus"
     staged_pack.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pack_dir / MANIFEST, staged_pack / MANIFEST)
     for path in (p for group in corpus_files(corpus) for p in group):
@@ -238,7 +299,7 @@ def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[P
         copy = staged_pack / name
         if copy.resolve() != at.resolve() and not os.path.lexists(copy):
             _mirror(pack_dir / name, pack_dir, copy)
-    return staged_pack, staged_corpus
+    return staged_pack, staged_corpus, _link_bases(pack_dir, staged_pack, root)
 
 
 def _placed(p: Problem, moves: list[tuple[Path, Path]]) -> Problem:
@@ -265,6 +326,7 @@ class _Judged:
     problems: list[Problem]
     pack: dict | None
     generated: dict[Path, bytes | None]
+    accepted: Acceptance | None = None
 
 
 def _schemas_beside(real_corpus: Path, staged_corpus: Path) -> None:
@@ -309,13 +371,15 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
     """The gate's judgement of the pack with ``data`` as ``target`` (and, with ``rebuild``, its generated corpus
     built again from it): its problems (placed at the real files, errors first), the edited pack's identity (None
     when it does not compile) and the generated files rebuilt."""
-    from .runtime import judge
+    from .pack.cache import written_later
+    from .runtime import judge_accepting
 
-    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="cleo-rules-edit-")))
+    root = _root(pack_dir)
     try:
-        staged_pack, staged_corpus = _stage(pack_dir, target, data, root)
-        generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
-        result = judge(staged_pack, require=require)
+        staged_pack, staged_corpus, links = _stage(pack_dir, target, data, root)
+        with written_later():  # the cache's entries are written once the editing pauses, off the request's path
+            generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
+            result, accepted = judge_accepting(staged_pack, require=require)
         found = result.errors()  # what the gate refuses a pack for, as it says it
         if result.error is not None:
             found += [p for p in result.error.problems if p.severity != "error"]
@@ -324,14 +388,34 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
             report = result.verdict.corpus_report
             if report is not None:
                 found += [p for p in report.problems if p.severity != "error"] + report.open_problems()
-        moves = [(staged_pack, pack_dir.resolve()), (staged_corpus, corpus_dir_of(pack_dir))]
+        moves = [(staged_pack, pack_dir.resolve()), (staged_corpus, corpus_dir_of(pack_dir))] + links
         placed = [_placed(p, moves) for p in found]
         placed.sort(key=lambda p: (p.severity != "error", p.severity != "warning", p.rank))
         pack = result.pack
         identity = {"name": pack.name, "version": pack.version, "hash": pack.content_hash} if pack else None
-        return _Judged(placed, identity, generated)
+        return _Judged(placed, identity, generated, accepted)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+_roots: dict[Path, Path] = {}  # each pack's private directory its copies are judged in, one copy at a time
+
+
+def _root(pack_dir: Path) -> Path:
+    """A new, empty private directory to judge a copy of the pack in: at the same path as the pack's last one
+    when it can be made there again, so the copy's files are named alike from one edit to the next and what is
+    remembered of each file by its text and name (:func:`~cleo_rules.pack.load.parse_yaml`, the corpus's files,
+    its cases) serves again for the files the edit did not change. Called under the edit lock."""
+    known = _roots.get(pack_dir.resolve())
+    if known is not None:
+        try:
+            known.mkdir(mode=0o700)  # exclusively: a path someone else took meanwhile is not used
+            return known
+        except OSError:
+            pass
+    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="cleo-rules-edit-")))
+    _roots[pack_dir.resolve()] = root
+    return root
 
 
 # -- the edit ------------------------------------------------------------------------------------------------------
@@ -406,4 +490,22 @@ def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, requir
                 _write(path, body)
         if data != now:
             _write(target.path, data)
-        return replace(edit, written=True, sha256=_sha(data), rebuilt=tuple(display(p) for p in judged.generated))
+        return replace(edit, written=True, sha256=_sha(data), rebuilt=tuple(display(p) for p in judged.generated),
+                       accepted=judged.accepted)
+
+
+def warm(pack_dir, *, require=None) -> None:
+    """Judge the pack in ``pack_dir`` as it is, as an edit would, writing nothing: what the process then memoizes
+    (:mod:`cleo_rules.memo`) holds the pack, so that its first edit is judged as quickly as the next ones
+    (``cleo-rules playground --writable-pack`` does it in the background once the pack serves; an edit made
+    meanwhile waits for it). Never raises: a pack that cannot be judged is judged by its first edit instead."""
+    try:
+        pack_dir = Path(pack_dir)
+        refuse_unwritable(pack_dir)
+        target = editable_files(pack_dir)[0]  # the manifest, as it is
+        with _lock:
+            raw = _bytes(target.path)
+            if raw is not None:
+                _judged(pack_dir, target, raw, require, False)
+    except Exception as exc:  # noqa: BLE001 - a head start only; the edits judge the pack whatever happens here
+        log.debug("pack %s not judged ahead of its edits: %s: %s", pack_dir, type(exc).__name__, exc)

@@ -21,6 +21,11 @@ fully built, immutable :class:`~cleo_rules.pack.model.Pack`, and every
 call reads that reference once, so a request is answered wholly by one pack
 and its decision names that pack's version and content hash.
 
+A pack the gate judged elsewhere (an edit judged in a copy of the pack's
+directory: :mod:`cleo_rules.editing`) is served by
+:meth:`PackManager.adopt` when the directory holds the very files judged,
+as loading them would give it, without compiling or judging it again.
+
 Reload by calling :meth:`PackManager.reload`, or let the manager poll the
 pack directory and its corpus (:meth:`PackManager.watch`; no extra
 dependency), and those of every directory the pack is built on
@@ -49,12 +54,12 @@ from .pack.compile import load_pack
 from .pack.compose import base_dirs, directory_bases
 from .pack.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
-from .pack.sources import VersionRange, resolve_pack
+from .pack.sources import VersionRange, check_pack_version, resolve_pack
 from .verify import PackCheck, check, verify
 
 log = logging.getLogger("cleo_rules")
 
-__all__ = ["PackManager", "accept", "fingerprint", "judge"]
+__all__ = ["Acceptance", "PackManager", "accept", "fingerprint", "judge", "judge_accepting"]
 
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -109,22 +114,42 @@ def judge(pack_dir, *, require=None) -> PackCheck:
     files accepted later, from any directory, start serving at once (what
     the playground's editing does: :mod:`cleo_rules.editing`).
     """
+    return judge_accepting(pack_dir, require=require)[0]
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A pack the gate accepted, as it was judged (``pack``, compiled where it was judged), and ``key``, the verdict
+    key of the files it was judged from (the pack's and every corpus file's content): what
+    :meth:`PackManager.adopt` serves from a directory holding those very files."""
+
+    pack: Pack
+    key: str
+
+
+def judge_accepting(pack_dir, *, require=None) -> tuple[PackCheck, Acceptance | None]:
+    """:func:`judge`, and the :class:`Acceptance` of the pack when it passes (None when it does not, or when its
+    files cannot be vouched for, or changed while it was judged)."""
     before = _verdict_key(pack_dir)
     result = check(Path(pack_dir), require=str(require) if require is not None else None)
-    if result.ok and result.pack is not None and before is not None:
-        _remember(cache.Store.open(), before, pack_dir, result.pack)
-    return result
+    if not (result.ok and result.pack is not None and before is not None):
+        return result, None
+    if not _remember(cache.Store.open(), before, pack_dir, result.pack):
+        return result, None
+    return result, Acceptance(result.pack, before)
 
 
-def _remember(store, before: str | None, pack_dir, pack: Pack) -> None:
+def _remember(store, before: str | None, pack_dir, pack: Pack) -> bool:
     """Keep the gate's acceptance of ``pack`` under ``before``, its verdict key, unless the files changed while it
-    was judged (then nothing is kept)."""
-    if store is None or before is None or _verdict_key(pack_dir) != before:
-        return
-    try:
-        store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
-    except OSError:
-        pass
+    was judged (then nothing is kept); whether they are the files judged."""
+    if before is None or _verdict_key(pack_dir) != before:
+        return False
+    if store is not None:  # at once, even while an edit is judged (a few bytes): the files are served on it
+        try:
+            store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
+        except OSError:
+            pass
+    return True
 
 
 def _verdict_key(pack_dir) -> str | None:
@@ -246,6 +271,14 @@ def fingerprint(pack_dir, *, _cache: _HashCache | None = None) -> str:
 # --------------------------------------------------------------------------
 # The manager
 # --------------------------------------------------------------------------
+
+
+def _within(pack: Pack, require: VersionRange | None) -> bool:
+    try:
+        check_pack_version(pack, require)
+    except PackError:
+        return False
+    return True
 
 
 def _gate_note(pack_dir) -> str:
@@ -423,17 +456,38 @@ class PackManager:
                 if strict:
                     raise
                 return False
-            self.last_error = None
-            self._refused = None
-            if pack is old.pack or (pack.content_hash == old.pack.content_hash and pack_dir == old.pack_dir):
-                self._serving = _Serving(old.pack, pack_dir, fp)  # same content: nothing to swap
-                return False
-            self._serving = _Serving(pack, pack_dir, fp)
-            self.reloads += 1
-            log.info("rule pack %s %s (%s) from %s replaced %s %s (%s)%s", pack.name, pack.version,
-                     pack.content_hash, pack_dir, old.pack.name, old.pack.version, old.pack.content_hash,
-                     _gate_note(pack_dir))
-            return True
+            return self._swap(old, pack, pack_dir, fp)
+
+    def _swap(self, old: _Serving, pack: Pack, pack_dir: Path, fp: str) -> bool:
+        self.last_error = None
+        self._refused = None
+        if pack is old.pack or (pack.content_hash == old.pack.content_hash and pack_dir == old.pack_dir):
+            self._serving = _Serving(old.pack, pack_dir, fp)  # same content: nothing to swap
+            return False
+        self._serving = _Serving(pack, pack_dir, fp)
+        self.reloads += 1
+        log.info("rule pack %s %s (%s) from %s replaced %s %s (%s)%s", pack.name, pack.version,
+                 pack.content_hash, pack_dir, old.pack.name, old.pack.version, old.pack.content_hash,
+                 _gate_note(pack_dir))
+        return True
+
+    def adopt(self, accepted: Acceptance) -> bool:
+        """Serve the pack of ``accepted`` (judged in a copy of the serving directory: the playground's editing)
+        when the serving directory's files are now the very files it was judged from, as :meth:`reload` would
+        serve them, without compiling or reading them again (:func:`cleo_rules.pack.cache.relocate`); otherwise
+        :meth:`reload`. Returns what :meth:`reload` returns."""
+        with self._lock:
+            old = self._serving
+            fp = self._fingerprint(old.pack_dir)
+            pack = cache.relocate(accepted.pack, old.pack_dir)
+            if pack is None or _verdict_key(old.pack_dir) != accepted.key or \
+                    self._fingerprint(old.pack_dir) != fp or not _within(pack, self._require):
+                return self.reload()
+            if self._cache_size:
+                self._cache[(str(old.pack_dir), fp)] = pack
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            return self._swap(old, pack, old.pack_dir, fp)
 
     def _refuse(self, old: _Serving, where, exc: BaseException, fp: str | None) -> None:
         self.rejections += 1

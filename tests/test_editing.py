@@ -270,13 +270,13 @@ def test_a_change_made_meanwhile_is_never_overwritten(team, monkeypatch):
     assert path.read_text(encoding="utf-8") == text + "# saved in another editor\n"
     # saved while the pack was being judged: the check just before writing sees it
     text, sha = read_file(team / "rules", FOLLOW_UPS)
-    judge = runtime.judge
+    judge = runtime.judge_accepting
 
     def judged_while_saved(*args, **kwargs):
         path.write_text(text + "# saved while judging\n", encoding="utf-8")
         return judge(*args, **kwargs)
 
-    monkeypatch.setattr(runtime, "judge", judged_while_saved)
+    monkeypatch.setattr(runtime, "judge_accepting", judged_while_saved)
     with pytest.raises(EditConflict):
         edit_file(team / "rules", FOLLOW_UPS, text + "# mine\n", base=sha)
     assert path.read_text(encoding="utf-8") == text + "# saved while judging\n"

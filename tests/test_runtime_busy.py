@@ -50,6 +50,9 @@ class Busy:
         self.stalled: list[str] = []
 
     def arm(self, stalls: int, where) -> None:
+        from cleo_rules.memo import clear_memos
+
+        clear_memos()  # every pattern is probed again, as by a process that has not probed it yet
         self.stalls, self.where, self.thread = stalls, where, threading.current_thread()
 
     def stall(self, text: str, timeout) -> bool:
@@ -185,6 +188,8 @@ def test_a_timeout_that_reproduces_still_rejects_the_pattern(busy, pack_dir):
     error = m.last_error
     assert isinstance(error, PackError) and [p.code for p in error.problems] == ["E131"]
     assert "took over 0.25s" in error.problems[0].message
+    m.reload()  # the load gone: probed again, never refused for a time-out it memoized
+    assert m.last_error is None and m.rejections == 1 and len(busy.stalled) == timed.GATE_TRIES
 
 
 @pytest.fixture

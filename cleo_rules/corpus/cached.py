@@ -42,10 +42,8 @@ def generated(pack) -> list[Group]:
                 log.debug("corpus cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
     groups = generate(pack)
     if store is not None and wanted is not None:
-        try:
-            store.write(wanted, _write(groups), kind=_KIND)
-        except (OSError, TypeError, ValueError) as exc:
-            log.debug("corpus cache entry %s not written: %s: %s", wanted, type(exc).__name__, exc)
+        kept = [Group(g.name, g.source, g.hash, list(g.cases), g.templates) for g in groups]  # as they are now
+        cache.store_entry(store, wanted, lambda: _write(kept), kind=_KIND)
     return groups
 
 

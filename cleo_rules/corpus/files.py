@@ -22,6 +22,7 @@ judged as any other, so nothing can hide a generated case's failure.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from ..errors import Problem
 from ..kinds import DecisionKind
+from ..memo import Memo
 from ..pack.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
 from ..pack.validate import find_schema_problems
 from .model import CROSS, HAND, Case, history_item, plain, problem
@@ -162,6 +164,10 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
     return cf
 
 
+#: generated files read in the generator's own layout, by their text and where they are: at most 16 MiB of text
+_read = Memo(16 << 20)
+
+
 def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Problem]]:
     """Read a generated file: the fast line layout, else as any rule file (positions from the loader)."""
     help = "regenerate it with `cleo-rules corpus build`"
@@ -177,9 +183,14 @@ def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Pro
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [problem("E210", f"generated corpus file cannot be read: {exc}", shown, 0, 1, help=help, rank=1)]
+    key = (hashlib.sha256(text.encode("utf-8")).digest(), str(path), shown)
+    known = _read.get(key)
+    if known is not None:
+        return CorpusFile(path, shown, known.header, list(known.cases)), []
     fast = _read_lines(path, shown, text)
     if fast is not None:
-        return fast, []
+        _read.put(key, fast, len(text))
+        return CorpusFile(path, shown, fast.header, list(fast.cases)), []
     src, found = parse_yaml(text, path, shown)
     if src is None:  # placed as the loader placed it
         return None, [problem("E210", f"generated corpus file cannot be read: {p.message}", shown, p.line, p.col,

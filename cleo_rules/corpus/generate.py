@@ -55,6 +55,7 @@ from ..errors import Problem
 from ..families import RULE_CASES, family_of
 from ..families.referents import REFERENT_CASES
 from ..kinds import DecisionKind, FileKind
+from ..memo import Memo
 from ..pack.load import LoadedFile, pointer_join
 from ..text import normalize
 from .model import CROSS, Case, CorpusError, CaseTurn, history_item
@@ -450,7 +451,17 @@ class Generator:
                    "generate": gen, "limit": limit,
                    "examples": [list(rule.examples), list(rule.counterexamples)] if conversations else None}
         group = Group(rule.id, file_name, self._hash(payload, templates), templates=len(templates))
-        return family.corpus_cases(self, rule, group, lists, src, file_name, limit)
+        key = json.dumps([group.hash, file_name, rule.pointer, family.kind, str(rule_kind(rule)),
+                          [list(rule.examples), list(rule.counterexamples)]], sort_keys=True, ensure_ascii=False,
+                         default=str)
+        known = _groups.get(key)
+        if known is not None:
+            return Group(group.name, group.source, group.hash, list(known), group.templates)
+        before = len(self.problems)
+        done = family.corpus_cases(self, rule, group, lists, src, file_name, limit)
+        if len(self.problems) == before and done is group:
+            _groups.put(key, tuple(done.cases), len(done.cases) + 1)
+        return done
 
     def rule_cases(self, rule, group: Group, lists, src: LoadedFile | None, file_name: str, limit: int) -> Group:
         """A classification rule's cases: its templates' positives, negatives and requests, and its examples that
@@ -499,6 +510,12 @@ class Generator:
             group.cases += self._cases(CROSS, letter, chosen.get(kind, []), expect=kind,
                                        history_every=5 if kind != "skip" else 0, prefix="cross")
         return group
+
+
+#: the cases of a rule's group generated without a problem, by the group's hash (every input that changes them,
+#: :meth:`Generator._hash`) and where the rule is; at most 100,000 cases, least recently used dropped. A pack being
+#: edited generates again only the groups whose rule changed.
+_groups = Memo(100_000)
 
 
 def generate(pack) -> list[Group]:

@@ -12,14 +12,25 @@ found the decision's referent (:attr:`Decision.parts`, the referent part's
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import threading
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ..kinds import DecisionKind
 from ..shaping import render, template_for
+from ..memo import Memo
 from .model import Case, plain, role_tagged, user_turns
 
-__all__ = ["Evaluator", "Outcome", "found_referent"]
+if TYPE_CHECKING:
+    from ..decision import Decision
+
+__all__ = ["Evaluator", "Outcome", "decision_key", "found_referent"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,51 @@ class Outcome:
         return d
 
 
+#: rule fields that never change a decision: what a rule says of itself, where it is, what its corpus is made of
+_NOT_DECIDING = frozenset({"description", "file", "line", "pointer", "generate", "compiled"})
+_keys: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_keys_lock = threading.Lock()
+#: decisions by :func:`decision_key`, message and history, and the cases judged by it and the case (by its
+#: fields, and by the case itself); at most 200,000 decisions and 400,000 outcomes, least recently used dropped
+_decided = Memo(200_000)
+_judged = Memo(400_000)
+_CASE_FIELDS = tuple(f.name for f in dataclasses.fields(Case) if f.name not in ("file", "line"))
+
+
+def _rule_state(rule):
+    if not dataclasses.is_dataclass(rule):
+        return repr(rule)  # a rule of another shape: its repr (one with an address is never found again)
+    return {f.name: getattr(rule, f.name) for f in dataclasses.fields(rule) if f.name not in _NOT_DECIDING}
+
+
+def _plain(value):
+    if isinstance(value, (frozenset, set)):
+        return sorted(value, key=repr)
+    if isinstance(value, (MappingProxyType, Mapping)):
+        return dict(value)
+    return repr(value)
+
+
+def decision_key(pack) -> str:
+    """A SHA-256 over everything a pack's decisions are made of (:func:`cleo_rules.families.build_matcher`): its
+    settings, every rule of every family in order with every field but those that never decide
+    (:data:`_NOT_DECIDING`: description, position, templates), the lexicon and the referent word lists. Two
+    packs with the same key decide every message alike; the code is the process's own, so the key is never
+    kept beyond it."""
+    with _keys_lock:
+        known = _keys.get(pack)
+    if known is not None:
+        return known
+    parts = [dataclasses.asdict(pack.settings),
+             [[str(kind), [_rule_state(r) for r in rules]] for kind, rules in pack.family_rules.items()],
+             {name: sorted(words) for name, words in pack.lexicon.items()}, dict(pack.referent_words)]
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=_plain)
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    with _keys_lock:
+        _keys[pack] = key
+    return key
+
+
 def _referent_nots(case: Case) -> list[str]:
     return [r for r in case.not_rules if r.startswith("referent.")]
 
@@ -106,6 +162,7 @@ class Evaluator:
         self.rules = {r.id: r for r in pack.rules + pack.referent_rules}
         self.vocab_ids = frozenset(s.id for s in pack.vocab_sets)
         self.fillers = frozenset(s.id for s in pack.vocab_sets if s.role == "filler")
+        self._key: str | None = None
 
     def fires(self, rule_id: str, kind: str, fired: str | None, referent_rule: str | None = None) -> bool:
         """Whether ``rule_id`` fired. A filler set never names a decision: it fires when any vocabulary set does;
@@ -121,7 +178,40 @@ class Evaluator:
         return self.fires(rule_id, o.kind, o.rule, o.referent_rule)
 
     def run(self, case: Case) -> Outcome:
-        return self.judge(case, self.pack.classify(case.message, case.history))
+        """The case judged: remembered, as :meth:`decide` remembers decisions, by what decides it and every field
+        of the case but where it is written (the outcome is then the same, of this very case)."""
+        if self._key is None:
+            self._key = decision_key(self.pack)
+        same = _judged.get((self._key, id(case)))  # this very case (a corpus file read again shares its cases)
+        if same is not None and same.case is case:
+            return same
+        key = (self._key, *(getattr(case, name) for name in _CASE_FIELDS))
+        known = _judged.get(key)
+        if known is not None:
+            outcome = dataclasses.replace(known, case=case)
+        else:
+            d = self.decide(case.message, case.history)
+            outcome = self.judge(case, d)
+            if (d.note or "").startswith("timeout"):
+                return outcome
+            _judged.put(key, outcome)
+        _judged.put((self._key, id(case)), outcome)  # the outcome holds the case: its id is not reused meanwhile
+        return outcome
+
+    def decide(self, message: str, history) -> Decision:
+        """``pack.classify(message, history)``, remembered by what decides it (:func:`decision_key`): a pack
+        edited in what does not change a decision (a description, a template, a case) decides again only the
+        messages it has not decided before."""
+        if self._key is None:
+            self._key = decision_key(self.pack)
+        key = (self._key, message, json.dumps([plain(h) for h in history], ensure_ascii=False))
+        known = _decided.get(key)
+        if known is not None:
+            return known
+        d = self.pack.classify(message, history)
+        if not (d.note or "").startswith("timeout"):  # a search that ran out of time is no decision to remember
+            _decided.put(key, d)
+        return d
 
     def judge(self, case: Case, d) -> Outcome:
         """How the decision ``d`` (for ``case``) measures up to the case's expectations."""

@@ -29,11 +29,14 @@ freely. The joint expansion is one string, the parts separated by
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import random
 from dataclasses import dataclass
 
 import regex
+
+from ..memo import memoized
 
 _SLOT_NAME = regex.compile(r"[a-z][a-z0-9_]*")
 _SPACES = regex.compile(r"\s+")
@@ -75,8 +78,11 @@ class Ref:
     optional: bool
 
 
+@memoized
+@functools.lru_cache(maxsize=16384)
 def parse(template: str) -> Seq:
-    """Parse ``template`` into a tree of :class:`Lit`, :class:`Seq`, :class:`Alt` and :class:`Ref`."""
+    """Parse ``template`` into a tree of :class:`Lit`, :class:`Seq`, :class:`Alt` and :class:`Ref` (frozen: the
+    tree of a text is remembered, and shared)."""
     node, pos = _parse_seq(template, 0, top=True)
     return node
 

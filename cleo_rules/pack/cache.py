@@ -29,11 +29,21 @@ key and contents under a secret of 32 random bytes kept in the directory
 (``key``, mode 0600, created once): an entry that is truncated, corrupted,
 written under another key or by someone without the secret is ignored and
 the pack compiled again. At most :data:`MAX_ENTRIES` are kept, the least
-recently used removed first.
+recently used removed first. While an edit of a pack is judged
+(:func:`written_later`), the compiled pack's and the corpus's entries are
+written by a background thread once the editing pauses, never on the path of
+the request; the gate's acceptance is written at once.
+
+**Relocated.** An entry serves a pack from any directory; so does a pack
+compiled in this process: :func:`relocate` gives a pack compiled from one
+directory as compiling another directory holding the very same files would
+(its key the same), without reading them again.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -57,10 +67,10 @@ from ..resources import package_dir, schemas_dir
 from . import compose
 from .load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
 from .model import Pack
-from .snapshot import FORMAT, Unstorable, from_data, to_data
+from .snapshot import FORMAT, Unstorable, from_data, relocated, to_data
 
-__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "inputs", "key",
-           "key_of", "location"]
+__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
+           "key", "key_of", "location", "relocate", "store_entry", "written_later"]
 
 log = logging.getLogger("cleo_rules")
 
@@ -416,6 +426,81 @@ class Store:
                     pass
 
 
+# -- writing entries, now or later -----------------------------------------------------------------------
+
+
+_later = threading.local()
+_pending: dict[tuple[str, str], tuple[Store, Callable[[], dict]]] = {}  # (kind, key) -> (store, what to write)
+_pending_lock = threading.Condition()
+_writer: threading.Thread | None = None
+QUIET = 1.0  # seconds without a new entry to write before the entries waiting are written
+PENDING = 2  # of each kind: the newest; an older one waiting is dropped
+
+
+@contextlib.contextmanager
+def written_later():
+    """Within it, the entries this thread stores (:func:`store_entry`) are made and written by a background thread
+    once no new one has come for :data:`QUIET` seconds (the :data:`PENDING` newest of each kind; those left
+    when the process exits are written then): work off the path of a request that must answer quickly (the
+    playground's editing). What is written is what would have been written at once."""
+    was = getattr(_later, "on", False)
+    _later.on = True
+    try:
+        yield
+    finally:
+        _later.on = was
+
+
+def store_entry(store: Store, key: str, make: Callable[[], dict], kind: str = "pack") -> None:
+    """Store ``make()`` under ``key``: now, or later within :func:`written_later`. An entry that cannot be made
+    (a value the snapshot does not store) or written is left out, as if there were no cache."""
+    if not getattr(_later, "on", False):
+        _write_entry(store, key, make, kind)
+        return
+    global _writer
+    with _pending_lock:
+        _pending.pop((kind, key), None)
+        _pending[(kind, key)] = (store, make)
+        waiting = [k for k in _pending if k[0] == kind]
+        for old in waiting[:-PENDING]:
+            del _pending[old]
+        if _writer is None or not _writer.is_alive():
+            _writer = threading.Thread(target=_write_pending, name="cleo-rules-cache-writer", daemon=True)
+            _writer.start()
+        _pending_lock.notify_all()
+
+
+def _write_entry(store: Store, key: str, make: Callable[[], dict], kind: str) -> None:
+    try:
+        store.write(key, make(), kind)
+    except (OSError, Unstorable, ValueError, TypeError) as exc:
+        log.debug("pack cache entry %s-%s not written: %s: %s", kind, key, type(exc).__name__, exc)
+
+
+def _write_pending() -> None:
+    while True:
+        with _pending_lock:
+            while not _pending:
+                _pending_lock.wait()
+            if _pending_lock.wait(QUIET):  # a new entry came: wait for quiet again
+                continue
+        flush()
+
+
+def flush() -> None:
+    """Write every entry waiting to be written (:func:`written_later`), now, in this thread."""
+    while True:
+        with _pending_lock:
+            if not _pending:
+                return
+            (kind, key), (store, make) = next(iter(_pending.items()))
+            del _pending[(kind, key)]
+        _write_entry(store, key, make, kind)
+
+
+atexit.register(flush)
+
+
 # -- the compile, through the cache ------------------------------------------------------------------------
 
 
@@ -440,10 +525,7 @@ def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -
     pack = compile()
     if key(pack_dir, manifest_path) == wanted:
         _known(pack, wanted)
-        try:
-            store.write(wanted, to_data(pack))
-        except (OSError, Unstorable, ValueError, TypeError) as exc:
-            log.debug("pack cache entry %s not written: %s: %s", wanted, type(exc).__name__, exc)
+        store_entry(store, wanted, lambda: to_data(pack))
     return pack
 
 
@@ -462,3 +544,24 @@ def key_of(pack: Pack) -> str | None:
     """
     with _keys_lock:
         return _keys.get(pack)
+
+
+def relocate(pack: Pack, pack_dir) -> Pack | None:
+    """``pack`` as compiling the pack in ``pack_dir`` would give it, when that directory's files are the very files
+    ``pack`` was compiled from, wherever that was (their key is :func:`key_of` ``pack``); else None.
+
+    What depends on where a pack is read from (its directory, each file's path and how messages name it, its
+    bases' directories) is made anew for ``pack_dir``, as :func:`compiled` does reading an entry back; the rest is
+    shared. So a pack judged in a copy of a directory serves from the directory without compiling or reading it
+    again (:meth:`cleo_rules.runtime.PackManager.adopt`).
+    """
+    wanted = key_of(pack)
+    manifest_path = Path(pack_dir) / MANIFEST
+    keyed = _keyed(Path(pack_dir), manifest_path) if wanted is not None else None
+    if wanted is None or keyed is None or keyed[0] != wanted:
+        return None
+    try:
+        return _known(relocated(pack, Path(pack_dir), manifest_path, keyed[1]), wanted)
+    except (Unstorable, ValueError) as exc:
+        log.debug("pack %s not relocated: %s: %s", pack.name, type(exc).__name__, exc)
+        return None

@@ -99,7 +99,8 @@ class Layer:
                 if isinstance(rid, str) and rid] if isinstance(given, (list, tuple)) else []
 
 
-def _path_like(spec: str) -> bool:
+def path_like(spec: str) -> bool:
+    """Whether ``extends`` names the pack ``spec`` by a path (else by its name)."""
     return "/" in spec or os.sep in spec or spec.startswith(".") or spec.endswith((".yaml", ".yml"))
 
 
@@ -116,7 +117,7 @@ def read_refs(manifest: LoadedFile, problems: list[Problem] | None = None) -> li
         range_ptr = ptr
         if isinstance(item, str) and item.strip():
             spec = item.strip()
-            if "@" in spec and not _path_like(spec):
+            if "@" in spec and not path_like(spec):
                 name, _, after = spec.partition("@")
                 spec, text = name.strip(), after.strip()
         elif isinstance(item, dict) and isinstance(item.get("pack"), str) and item["pack"].strip():
@@ -144,7 +145,7 @@ def _installed_names() -> list[str]:
 
 def _suggest(spec: str, here: Path) -> str:
     """Did-you-mean help for a base that cannot be found: the nearest installed pack, or a directory."""
-    if not _path_like(spec) and (here / spec / MANIFEST).is_file():
+    if not path_like(spec) and (here / spec / MANIFEST).is_file():
         return f"did you mean ./{spec}? a directory is named by a path (./{spec}); a bare word names an installed pack"
     names = _installed_names()
     close = difflib.get_close_matches(os.path.basename(spec.rstrip("/")), names, n=1, cutoff=0.6)
@@ -155,7 +156,7 @@ def _suggest(spec: str, here: Path) -> str:
 
 def locate(spec: str, here: Path) -> tuple[Path, str]:
     """``(directory, origin)`` of the pack ``spec`` names from a manifest in ``here``; :class:`PackNotFound`."""
-    if _path_like(spec):
+    if path_like(spec):
         path = Path(os.path.normpath(spec if os.path.isabs(spec) else here / spec))
         if path.name == MANIFEST and not path.is_dir():
             path = path.parent
@@ -279,7 +280,7 @@ def directory_bases(pack_dir: Path, limit: int = MAX_PACKS) -> list[Path]:
         if src is None:
             continue
         for ref in read_refs(src):
-            if not _path_like(ref.spec):
+            if not path_like(ref.spec):
                 continue
             try:
                 path, _ = locate(ref.spec, here)

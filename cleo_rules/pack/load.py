@@ -16,6 +16,7 @@ comment or a string alike).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import stat
@@ -27,6 +28,7 @@ import yaml
 
 from .._deprecated import moved
 from ..errors import Problem
+from ..memo import Memo
 from . import flow
 
 MANIFEST = "pack.yaml"
@@ -89,6 +91,10 @@ class LoadedFile:
         line, col = self.where(pointer, key=key)
         return Problem(code=code, message=message, file=self.display, line=line, col=col + offset,
                        pointer=pointer, rule=rule, help=help, rank=rank, severity=severity)
+
+
+#: documents read without a problem, by the SHA-256 of their text, at most 16 MiB of text (see :func:`parse_yaml`)
+PARSED = _parsed = Memo(16 << 20)
 
 
 class _Reject(Exception):
@@ -273,7 +279,27 @@ def parse_yaml(text: str, path: Path, display: str, *, min_flow_items: int = flo
     Long flow sequences of plain strings (a generated word list) are read by
     :mod:`.flow` when the loader confirms where they are; the result is the
     same, and any problem is found by the loader reading the whole text.
+
+    A text read without a problem is remembered by its content (:data:`PARSED`, at
+    most 16 MiB of text, least recently used dropped): the same text read again, at
+    any path, is the same document with the same positions, so an unchanged file
+    of a pack being edited is not parsed again. The document is shared: nothing
+    may change it (nothing does; a test holds to it).
     """
+    digest = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), min_flow_items)
+    known = _parsed.get(digest)
+    if known is not None:
+        data, values, keys, styles = known
+        return LoadedFile(path, display, data, values, keys, styles), []
+    found = _parse_text(text, path, display, min_flow_items)
+    src = found[0]
+    if src is not None and not found[1]:
+        _parsed.put(digest, (src.data, src.values, src.keys, src.styles), len(text))
+    return found
+
+
+def _parse_text(text: str, path: Path, display: str, min_flow_items: int) -> tuple[LoadedFile | None, list[Problem]]:
+    """:func:`parse_yaml` without its memory."""
     if text.startswith("\ufeff"):
         text = text[1:]
     text, restore = _placeholders(text)

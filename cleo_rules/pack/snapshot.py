@@ -37,10 +37,10 @@ import regex
 
 from ..families import BUILTIN
 from ..kinds import FileKind, RuleKind
-from .load import LoadedFile, display, resolve_member
+from .load import MANIFEST as _MANIFEST, LoadedFile, display, resolve_member
 from .model import NOTHING, Base, Change, Composition, Pack, PackSettings
 
-__all__ = ["FORMAT", "Unstorable", "from_data", "to_data"]
+__all__ = ["FORMAT", "Unstorable", "from_data", "relocated", "to_data"]
 
 #: the layout of the data; a change here changes every cache key
 FORMAT = 3
@@ -237,3 +237,53 @@ def from_data(doc: dict, pack_dir: Path, manifest_path: Path, base_dirs=()) -> P
                 referent_words=_dec(doc["referent_words"]), requirements=requirements,
                 manifest=_read_source(doc["manifest"], manifest_path),
                 sources=MappingProxyType(own), composition=composition)
+
+
+def relocated(pack: Pack, pack_dir: Path, manifest_path: Path, base_dirs=()) -> Pack:
+    """The pack ``from_data(to_data(pack), pack_dir, manifest_path, base_dirs)`` gives, without the round trip:
+    what depends on where it is read from made anew, every value shared (a compiled pack is never changed).
+
+    Raises :class:`Unstorable` for a pack :func:`to_data` would not store, ``ValueError`` as :func:`from_data`.
+    """
+    old = pack.composition.bases
+    if pack.manifest is None or any(b.manifest is None for b in old) or \
+            any(kind not in _FAMILIES for kind in pack.family_rules):
+        raise Unstorable("a pack, or a base, without its manifest, or with rules of a family that is not bundled")
+    if len(old) != len(base_dirs):
+        raise ValueError(f"{len(old)} bases, {len(base_dirs)} found")
+    own = _moved_all(pack.sources, pack_dir)
+    bases = tuple(dataclasses.replace(b, path=Path(where), manifest=_moved(b.manifest, Path(where) / _MANIFEST),
+                                      sources=MappingProxyType(_moved_all(b.sources, Path(where))))
+                  for b, where in zip(old, base_dirs, strict=True) if b.manifest is not None)
+    before = [src.display for src in pack.sources.values()] + [src.display for b in old for src in b.sources.values()]
+    after = [src.display for src in own.values()] + [src.display for b in bases for src in b.sources.values()]
+    shown = {name: after[i] for i, name in reversed(list(enumerate(before)))}  # a name's first file, as to_data
+    rules = {}
+    for kind, given in pack.family_rules.items():
+        if any(rule.file not in shown for rule in given):
+            raise Unstorable(f"a rule of {kind} names a file that is not one of the pack's")
+        rules[kind] = tuple(rule if shown[rule.file] == rule.file else dataclasses.replace(rule, file=shown[rule.file])
+                            for rule in given)
+    composition = dataclasses.replace(pack.composition, bases=bases) if bases else NOTHING
+    return Pack(name=pack.name, version=pack.version, locale=pack.locale, description=pack.description,
+                path=pack_dir, content_hash=pack.content_hash, settings=pack.settings, family_rules=rules,
+                context=pack.context, slots=pack.slots, slots_seed=pack.slots_seed, lexicon=pack.lexicon,
+                referent_words=pack.referent_words, requirements=pack.matcher.requirements,
+                manifest=_moved(pack.manifest, manifest_path), sources=MappingProxyType(own),
+                composition=composition)
+
+
+def _moved(src: LoadedFile, path: Path) -> LoadedFile:
+    return LoadedFile(path=path, display=display(path), data=src.data, values=src.values, keys=src.keys,
+                      styles=src.styles)
+
+
+def _moved_all(sources, directory: Path) -> dict[str, LoadedFile]:
+    """``sources`` (each file by its name in a manifest) read from ``directory``, as :func:`from_data` finds them."""
+    out = {}
+    for name, src in sources.items():
+        member = resolve_member(directory, name)
+        if member is None:
+            raise ValueError(f"file {name!r} is outside {directory}")
+        out[name] = _moved(src, member)
+    return out

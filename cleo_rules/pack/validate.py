@@ -14,6 +14,7 @@ convention: ``find_*`` and ``lint_*`` return problems, ``check_*`` raise.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import unicodedata
@@ -33,6 +34,7 @@ from ..kinds import FileKind
 from ..resources import schemas_dir
 from . import backtracking, bounds
 from .templates import QUERY_FIELDS, template_faults
+from ..memo import Memo
 from .load import LoadedFile, pointer_join
 
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
@@ -179,13 +181,24 @@ def find_schema_problems(source: LoadedFile, schema: str | Mapping) -> list[Prob
     a schema itself (a rule family's own, :attr:`Family.schema
     <cleo_rules.families.Family.schema>`).
     """
+    key = (id(source.data), schema) if isinstance(schema, str) else None
+    known = _checked.get(key) if key is not None else None
+    if known is not None and known[0] is source.data:  # the very document (shared by the loader's memory)
+        return [p if p.file != known[1] else dataclasses.replace(p, file=source.display) for p in known[2]]
     check = validator(schema) if isinstance(schema, str) else validator_of(schema)
     errors = sorted(check.iter_errors(source.data), key=relevance)
     problems: list[Problem] = []
     for rank, error in enumerate(errors):
         for p in _describe(error, source):
             problems.append(Problem(**{**p.__dict__, "rank": 10 + rank}))
+    if key is not None:
+        _checked.put(key, (source.data, source.display, tuple(problems)))
     return problems
+
+
+#: the findings of a bundled schema on a document, by the document's identity: a document the loader remembers
+#: (:func:`~cleo_rules.pack.load.parse_yaml`) is checked once, however often the file is read
+_checked = Memo(256)
 
 
 def read_kind(source: LoadedFile, known: Sequence[str]) -> tuple[str | None, list[Problem]]:
@@ -288,12 +301,33 @@ def lint_pattern(src: LoadedFile, ptr: str, rid: str | None, pattern: str) -> tu
     if empty is not None:
         problems.append(src.problem("E139", "pattern matches the empty message", ptr, rule=rid, rank=4,
                                     help="a rule must require some text; check for a pattern that is all optional"))
-    why = backtracking.static_risk(pattern) or backtracking.probe(compiled, pattern)
+    why = _risk(pattern, compiled)
     if why:
         problems.append(src.problem("E131", f"pattern can backtrack catastrophically: {why}", ptr, rule=rid, rank=3,
                                     help="avoid nested repeats like (\\w+\\s?)+ and overlapping alternatives like (a|aa)+; "
                                          "bound the repeat ({0,4}) or make each round end in a fixed character"))
     return compiled, problems
+
+
+def _risk(pattern: str, compiled) -> str | None:
+    """Why ``pattern`` can backtrack catastrophically (:func:`~.backtracking.static_risk`, then
+    :func:`~.backtracking.probe`), or None; memoized by the pattern's text (:data:`_risks`), so the patterns of
+    a pack being edited that did not change are not probed again. A probe that ran out of time is not memoized:
+    the time may have been the machine's load, so the pattern is probed again the next time it is linted."""
+    known = _risks.get(pattern)
+    if known is not None:
+        return known or None
+    why = backtracking.static_risk(pattern)
+    if why is None:
+        why = backtracking.probe(compiled, pattern)
+        if why is not None:
+            return why
+    _risks.put(pattern, why or "", len(pattern) + 64)
+    return why
+
+
+#: the backtracking verdict of each pattern linted, by its text (at most 4 MiB of patterns)
+_risks = Memo(4 << 20)
 
 
 #: ``file_kind`` (``cleo_rules.retrieval.schema`` has its own, of a stored file's mode) is :func:`read_kind`, which

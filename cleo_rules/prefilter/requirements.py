@@ -14,7 +14,11 @@ for every match, and a pattern the analysis cannot read has none.
 
 from __future__ import annotations
 
+import functools
+
 import regex
+
+from ..memo import memoized
 
 from ..pattern_tree import UNBOUNDED, C, first_chars, is_repeat, parse
 
@@ -393,6 +397,8 @@ def _score(condition) -> float:
              + sum(3 * 0.3 ** size(a) for a in anywhere) + sum(n * 0.5 * 0.3 ** size(w) for w, n in early))
 
 
+@memoized
+@functools.lru_cache(maxsize=4096)
 def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Condition, ...] | None:
     """Conditions every text that ``pattern`` matches satisfies, best first; or None.
 
@@ -401,7 +407,8 @@ def literal_requirements(pattern: str, *, min_length: int = 2) -> tuple[Conditio
     match and need not be searched. A condition with a string shorter than
     ``min_length`` to be found anywhere in the text is dropped (it holds for
     nearly every message). Patterns with inline flags for case or verbose
-    syntax, or that the ``re`` parser cannot read, get None (always searched).
+    syntax, or that the ``re`` parser cannot read, get None (always searched). The conditions of a pattern are
+    remembered by its text, and shared: nothing may change them.
     """
     parsed = parse(pattern)
     if parsed is None:  # regex-only syntax: no prefilter

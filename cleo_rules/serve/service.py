@@ -173,6 +173,10 @@ class Service:
             p = manager.pack
             log.info("serving rule pack %s %s (%s) from %s%s", p.name, p.version, p.content_hash, manager.pack_dir,
                      f", watching every {s.watch_interval:g} s" if s.watch_interval > 0 else "")
+            if s.writable_pack:  # its first edit then finds what the process memoizes of it
+                from ..editing import warm
+
+                warm(manager.pack_dir, require=manager.require)
             return
 
     def _rejected(self, exc: Exception, interval: float) -> None:

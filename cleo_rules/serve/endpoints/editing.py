@@ -118,7 +118,9 @@ async def edit_file(request: Request) -> Response:
         raise ServiceError("edit-conflict", str(exc), code=exc.code) from None
     except UsageError as exc:
         raise _refused(exc) from None
-    if done.written:
+    if done.accepted is not None:
+        await _off_loop(lambda: packs.adopt(done.accepted))  # the pack judged, served as loaded from the files written
+    elif done.written:
         await _off_loop(packs.reload)  # accepted at once: the gate's verdict on these very files is remembered
     status = packs.status()
     return json_response({**done.to_dict(), "serving": {"pack": status["pack"], "version": status["version"],
