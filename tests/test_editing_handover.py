@@ -29,7 +29,7 @@ from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import PackManager
 
-from test_pack_cache import same_pack
+from helpers.packs import same_pack
 
 FOLLOW_UPS = "rules/follow_ups.yaml"
 MANIFEST = "rules/pack.yaml"

@@ -35,9 +35,8 @@ from cleo_rules.pack.compile import compile_pack, compile_with_examples
 from cleo_rules.resources import inside_package, rules_dir
 
 from helpers import MINI, ROOT
+from helpers.packs import QUOTES, probe_messages, same_pack
 
-QUOTES = ["Compare the two van insurance quotes",
-          {"role": "assistant", "content": "Hadley quotes 2,140 a year and Cresswell 1,865."}]
 ALBUM = ["What did Elbow release in 2008?",
          {"role": "assistant", "content": "The Seldom Seen Kid, their fourth album, came out in March 2008."}]
 
@@ -116,46 +115,6 @@ def uncached_error(path, monkeypatch) -> PackError:
         with pytest.raises(PackError) as err:
             compile_pack(path, check_examples=False)
     return err.value
-
-
-def same_pack(a, b, *, same_process: bool = True) -> None:
-    """``a`` and ``b`` are the same compiled pack, field for field.
-
-    The prefilter's requirements of a pattern are one of several sound sets,
-    chosen in the order a set of strings is walked, which depends on the
-    process's hash seed: packs compiled in two processes may differ there
-    only (and decide alike).
-    """
-    mine, theirs = snapshot.to_data(a), snapshot.to_data(b)
-    if not same_process:
-        mine.pop("requirements")
-        theirs.pop("requirements")
-        for message, history in probe_messages(a):
-            assert a.classify(message, history) == b.classify(message, history)
-    assert mine == theirs
-    assert a.path == b.path and a.content_hash == b.content_hash
-    assert a.manifest == b.manifest and dict(a.sources) == dict(b.sources)
-    for mine, theirs in zip(a.sources.values(), b.sources.values(), strict=True):
-        assert (mine.values, mine.keys, mine.styles) == (theirs.values, theirs.keys, theirs.styles)
-    rules = a.rules + a.referent_rules
-    assert rules == b.rules + b.referent_rules
-    for mine, theirs in zip(rules, b.rules + b.referent_rules, strict=True):
-        compiled = getattr(mine, "compiled", None)
-        if compiled is not None:
-            assert (compiled.pattern, compiled.flags) == (theirs.compiled.pattern, theirs.compiled.flags)
-        assert a.source(mine).display == mine.file
-    assert a.matcher.requirements == b.matcher.requirements or not same_process
-
-
-def probe_messages(pack) -> list[tuple[str, list]]:
-    out: list[tuple[str, list]] = []
-    for rule in pack.rules + pack.referent_rules:
-        for ex in rule.examples + rule.counterexamples:
-            if isinstance(ex, dict):
-                out.append((ex["message"], list(ex.get("history") or [])))
-            else:
-                out.append((ex, QUOTES))
-    return out
 
 
 def test_a_pack_read_back_is_the_pack_its_files_compile_to(cache_dir, compiles, bundled):
