@@ -16,7 +16,8 @@ Mothers of Invention" is two), joined by a few lower-case connectors
 A capitalised word that starts a sentence names something only when it is not
 a common English word (the pack's lexicon set ``common``, built from wordfreq):
 "Generally" and "Injuries" do not, "Potclays" does. Function words that only
-look like names ("I", "I'm") never do. Numbers with a unit and quoted titles
+look like names ("I", "I'm") never do, nor does a run of numbers spelled out
+("Twenty would mean ...", "Forty-Two"): it counts or orders. Numbers with a unit and quoted titles
 are read by the referent finder, not here. A text typed in capitals
 throughout ("WHEN DID THE BAND FORM?") shows no capitalisation to read: only
 the lexicon's proper nouns name something there.
@@ -28,7 +29,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["NameSpan", "names"]
+__all__ = ["NameSpan", "names", "number_word"]
 
 # a capitalised word: an upper-case letter then letters, digits, inner
 # apostrophes, hyphens or dots ("O'Brian", "Blink-182", "T.I."), or a word in
@@ -39,6 +40,15 @@ _CAP = (r"(?:[A-Z\u00c0-\u00d6\u00d8-\u00de][\w\u00c0-\u024f]*"
 _CONNECT = r"(?:of|de|del|della|di|da|du|des|van|von|der|den|la|le|y|the|on|upon|&)"
 _RUN = re.compile(rf"(?<![\w'\u2019-]){_CAP}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP})*")
 _NEVER = frozenset({"i", "i'm", "i'd", "i'll", "i've", "im", "ok", "okay", "mr", "mrs", "ms", "dr"})
+_UNITS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+          "seventeen|eighteen|nineteen")
+_ORDINAL_UNITS = ("first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|"
+                  "fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth")
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+#: a number spelled out, cardinal or ordinal ("twenty", "forty-two", "thirty-first", "hundred", "hundredth")
+_NUMBER_WORD = re.compile(rf"(?:{_UNITS}|{_ORDINAL_UNITS}|(?:{_TENS})(?:-(?:{_UNITS}|{_ORDINAL_UNITS}))?|"
+                          rf"(?:twentie|thirtie|fortie|fiftie|sixtie|seventie|eightie|ninetie)th|"
+                          rf"(?:hundred|thousand|million|billion)(?:th)?|zero|dozen)")
 #: what may end a sentence (or open a quotation, a bracket) before a word that then starts one
 _SENTENCE_ENDS = frozenset(".!?:;\n\"\u201c([")
 
@@ -67,6 +77,12 @@ def _starts_sentence(text: str, start: int) -> bool:
 
 
 _CONTRACTION = re.compile(r"(?:n['\u2019]t|['\u2019](?:s|re|ll|d|ve|m))$")
+
+
+def number_word(word: str) -> bool:
+    """Whether ``word`` (lower case) is a number spelled out, cardinal or ordinal: "twenty", "forty-two",
+    "second", "hundredth". Such a word counts or orders; it names nothing."""
+    return _NUMBER_WORD.fullmatch(word) is not None
 
 
 def _bare(word: str) -> str:
@@ -152,8 +168,8 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
                          or words[-1] in ("de", "del", "della", "di", "da", "du", "des", "van", "von", "der", "den",
                                           "la", "le", "y")):
             words = words[:-1]
-        if not words:
-            continue
+        if not words or all(number_word(_bare(w.lower())) for w in words):
+            continue  # "Twenty would mean ...", "Forty-Two": a count, not a name
         if len(words) == 1 and initial and _inflected(_bare(words[0].lower().rstrip(".")), dictionary or common):
             continue
         joined = " ".join(words)

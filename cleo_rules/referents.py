@@ -62,7 +62,7 @@ from threading import Lock
 
 from . import timed
 from .history import ASSISTANT, Said
-from .names import names
+from .names import names, number_word
 from .text import normalize
 
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
@@ -90,6 +90,8 @@ _NUMBER = re.compile(r"(?<![\w.])(?:[£$€¥]\s?)?\d[\d,]*(?:\.\d+)?(?![\w])")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3,
              "fifth": 4, "5th": 4, "sixth": 5, "6th": 5, "last": -1, "latter": -1, "final": -1}
+#: Words that open a noun phrase: one inside the reply's opening subject means it ran on past a verb.
+_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "our", "your", "their", "its"})
 _NEXT_WORD = re.compile(r"[ \t]+([a-z]+)\b")
 _LETTER = re.compile(r"\b(?:option|number|no\.?|choice|#)\s*([a-h]|\d{1,2})\b")
 
@@ -290,9 +292,11 @@ class ReferentFinder:
         "vellino is an italian restaurant" names "vellino", "marlowe restaurant
         is in the centre" names "marlowe restaurant". It may follow a short
         opening ("Yes, ", "Of course, "), but nothing else: the phrase's first
-        word (after "the") must not be a common English word, and it holds no
-        figure, so "Then the fallback ...", "once the shelving ..." and "285 it
-        is" name nothing.
+        word (after "the") must not be a common English word nor a number
+        spelled out, it holds no figure, and no second determiner (a verb the
+        pack does not list ran on into another phrase), so "Then the fallback
+        ...", "once the shelving ...", "285 it is" and "the recipe book says
+        the glaze was ..." name nothing.
         """
         first = _SENTENCE.match(text)
         if first is None or self._verbs is None:
@@ -312,9 +316,11 @@ class ReferentFinder:
         if not 1 <= len(words) <= 5 or any(ch.isdigit() for ch in phrase) or ":" in head:
             return None
         lowered = [w.lower().strip("\"'") for w in words]
-        if lowered[0] in self._common or lowered[0] in self._function or \
+        if lowered[0] in self._common or lowered[0] in self._function or number_word(lowered[0]) or \
                 all(w in self._dictionary or w in self._function for w in lowered):
-            return None  # a pronoun, "the address", "then the ...": not a name
+            return None  # a pronoun, "the address", "then the ...", "twenty": not a name
+        if any(w in _DETERMINERS for w in lowered[1:]):
+            return None  # "the recipe book says the silica": a verb the pack does not list, then a second phrase
         start = first.start() + sentence.index(phrase)
         return Mention(phrase, start, start + len(phrase), subject=True)
 

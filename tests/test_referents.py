@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.history import read_history
-from cleo_rules.names import names
+from cleo_rules.names import names, number_word
 from cleo_rules.text import normalize
 
 PACK = load_pack()
@@ -115,3 +116,35 @@ def test_an_opening_subject_with_a_clause_of_its_own_does_not_stretch_the_name()
     history = [reply("Hendricks challenged what he thought was radical legislation.")]
     assert find("Why did it matter?", history).text == "Hendricks"
     assert find("Are they open?", [reply("Cresswell in York has the parts in stock.")]).text == "Cresswell"
+
+
+_UNITS = ["one", "two", "three", "seven", "eleven", "fifteen", "nineteen"]
+_TENS = ["twenty", "thirty", "forty", "ninety"]
+_ORDINALS = ["first", "third", "twelfth", "nineteenth", "twentieth", "hundredth"]
+spelled_numbers = st.one_of(
+    st.sampled_from(_UNITS + _TENS + _ORDINALS + ["hundred", "thousand", "million", "dozen"]),
+    st.builds(lambda t, u: f"{t}-{u}", st.sampled_from(_TENS), st.sampled_from(_UNITS[:3] + ["first", "second"])))
+
+
+@given(spelled_numbers, st.sampled_from([str.capitalize, str.upper, str.title]))
+def test_a_number_spelled_out_is_never_a_name_nor_a_referent(number, case):
+    word = case(number)
+    assert number_word(number)
+    for text in (f"{word} would mean a second trip.", f"We counted {word} Of Them."):
+        assert all(not number_word(n.text.lower()) for n in names(text, LEX["common"], dictionary=LEX["common"]))
+    assert find("Is it enough?", [reply(f"{word} would mean hiring a bigger van.")]) is None
+    # the name beside it still is one
+    assert find("Is it enough?", [reply(f"{word} would mean hiring Hadley's bigger van.")]).text == "Hadley"
+
+
+@pytest.mark.parametrize("word", ["tenby", "someone", "often", "second-hand", "forty-something", "ones", "Elbow"])
+def test_words_that_only_contain_or_resemble_a_number_are_no_number_words(word):
+    assert not number_word(word.lower())
+
+
+@pytest.mark.parametrize("verb", ["says", "shows", "notes"])
+def test_an_opening_subject_that_runs_past_a_second_determiner_names_nothing(verb):
+    # "says" is no clause verb of the pack: the phrase before "was" holds two noun phrases, not one name
+    assert find("When was it thinned?", [reply(f"the glazebook {verb} the slip was thinned in may.")]) is None
+    # one noun phrase before the verb is still read as the name it opens with
+    assert find("When was it thinned?", [reply("glazewell slip was thinned in may.")]).text == "glazewell slip"

@@ -200,3 +200,33 @@ def test_questions_with_nothing_to_act_on_are_follow_ups_about_the_request(messa
 def test_the_same_questions_saying_what_they_act_on_are_searched_as_typed(message):
     d = PACK.classify(message, GRANT)
     assert d.kind == "substantive" and d.query == message
+
+
+# a task conversation: the assistant asked what to do next
+MAILING = ["What should go in this month's mailing?",
+           {"role": "assistant", "content": "The open studio dates and the winter class list. Shall I draft it?"}]
+
+
+@pytest.mark.parametrize("message, rule", [
+    ("Could we hold the pottery sale upstairs like last time?", "follow_up.as-before"),
+    ("Order the same clay bags as before.", "follow_up.as-before"),
+    ("We can leave the workshop prices for the next one.", "follow_up.next-one"),
+    ("Let's describe the new glaze range in the next one.", "follow_up.next-one"),
+])
+def test_a_request_pointing_at_an_earlier_occasion_or_the_next_of_a_series_is_a_follow_up(message, rule):
+    d = PACK.classify(message, MAILING)
+    assert (d.kind, d.rule) == ("follow_up", rule)
+    assert "message" in names(d) and len(d.parts) > 1  # searched with the conversation, not as typed
+
+
+@pytest.mark.parametrize("message", [
+    # more topic than a back-reference carries, or a name of its own: the message says what it is about
+    "Could we hold the pottery sale with the Leeds craft guild in the church hall like last time?",
+    "Let's describe the new glaze range and the Harlow studio opening times in the next one.",
+    "Put the Harlow invoice in the next one.",
+    "We have never sold mugs online before.",
+    "When does the next one leave for York?",
+])
+def test_the_same_endings_with_a_subject_of_their_own_are_searched_as_typed(message):
+    d = PACK.classify(message, MAILING)
+    assert d.rule not in ("follow_up.as-before", "follow_up.next-one")

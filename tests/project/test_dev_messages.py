@@ -4,7 +4,10 @@ The evaluation data (``../shared/eval``) guides the rules; it is not copied
 into them. It is not in the repository, so the check reads the hashes
 ``scripts/dev_message_hashes.py`` wrote from it (``tests/data/dev_message_hashes.txt``):
 a text matches a message when their keys (case-folded, inner white space
-collapsed, punctuation and white space stripped at both ends) hash alike.
+collapsed, punctuation and white space stripped at both ends) hash alike. The
+project's own evaluation set (``cleo_rules/data/eval/dialogues.yaml``, the
+dialogues ``bench/eval_retrieval.py`` replays) is held to the same rule: its
+user messages are read from the file and hashed the same way.
 
 Two kinds of text are no copy even when they match, and are passed over: one
 the pack skips for its length ("Yes.", "Thanks!"), which no rule reads, and a
@@ -32,6 +35,7 @@ from helpers import DATA, ROOT
 HASHES = DATA / "dev_message_hashes.txt"
 PACKS = (ROOT / "rules", ROOT / "cleo_rules" / "starter" / "rules")
 CORPUS = ROOT / "corpus"
+OWN_DIALOGUES = ROOT / "cleo_rules" / "data" / "eval" / "dialogues.yaml"
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -48,6 +52,16 @@ SCRIPT = _script()
 
 def _known() -> frozenset[str]:
     return frozenset(HASHES.read_text(encoding="utf-8").split())
+
+
+def own_messages(path: Path = OWN_DIALOGUES) -> list[str]:
+    """The user messages of the project's own evaluation dialogues, in order."""
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+    return [turn["message"] for dialogue in doc["dialogues"] for turn in dialogue["turns"]]
+
+
+def _own_known() -> frozenset[str]:
+    return frozenset(SCRIPT.digest(m) for m in own_messages())
 
 
 def _texts_of_conversation(item, where: str):
@@ -171,3 +185,35 @@ def test_no_corpus_case_is_an_evaluation_message(default_pack):
     assert len(texts) > 4000  # generated and hand-written cases were read
     found = copied(texts, _known(), default_pack)
     assert not found, "corpus cases equal to a message of the evaluation sets:\n" + "\n".join(found)
+
+
+def test_the_own_evaluation_set_is_read_whole():
+    messages = own_messages()
+    assert len(messages) > 100  # every dialogue's every turn
+    assert all(isinstance(m, str) and m.strip() for m in messages)
+    doc = yaml.load(OWN_DIALOGUES.read_text(encoding="utf-8"), Loader=Loader)
+    assert len(messages) == sum(len(d["turns"]) for d in doc["dialogues"])
+
+
+def test_the_own_set_check_finds_a_message_copied_into_a_rule(tmp_path, default_pack):
+    """A rule example equal to an own-set message (up to case and end punctuation) is found, a rephrased one is not."""
+    message = next(m for m in own_messages() if not stock(default_pack, m))
+    pack = tmp_path / "rules"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text("pack: t\nfiles: [follow_ups.yaml]\n", encoding="utf-8")
+    (pack / "follow_ups.yaml").write_text(yaml.safe_dump({"kind": "follow_ups", "rules": [
+        {"id": "follow_up.a", "pattern": ["x"], "examples": [message.upper().rstrip(".?!") + "!!",
+                                                            message + " for the Leeds shop"]}]}), encoding="utf-8")
+    found = copied(rule_texts(pack), _own_known(), default_pack)
+    assert [f.split(":")[0] for f in found] == ["rules/follow_ups.yaml follow_up.a examples[0]"]
+
+
+@pytest.mark.parametrize("pack_dir", PACKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_rule_pattern_example_or_counterexample_is_an_own_evaluation_message(pack_dir):
+    found = copied(list(rule_texts(pack_dir)), _own_known(), load_pack(pack_dir))
+    assert not found, "rule texts equal to a message of the own evaluation set:\n" + "\n".join(found)
+
+
+def test_no_corpus_case_is_an_own_evaluation_message(default_pack):
+    found = copied(list(corpus_texts(CORPUS)), _own_known(), default_pack)
+    assert not found, "corpus cases equal to a message of the own evaluation set:\n" + "\n".join(found)
