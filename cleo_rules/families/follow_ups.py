@@ -94,6 +94,12 @@ class FollowUpLane(PatternLane):
                             topic_bound(rule, outside, before))
         return ok
 
+    def unjudged(self, rule) -> int:
+        # a rule with no guard, no antecedent to find and no topic bound: any match stands within the word cap
+        if rule.guarded or rule.requires_antecedent or rule.topic_bounded:
+            return -1
+        return rule.max_words if rule.max_words is not None else self.settings.max_follow_up_words
+
     @staticmethod
     def _refuse(recorder, rule, why: str, setting: str, reason: str = "guard") -> bool:
         """Refuse ``rule``'s match for ``why`` (a guard, named by ``setting``, unless ``reason`` says otherwise)."""
