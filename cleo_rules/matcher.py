@@ -49,6 +49,7 @@ __all__ = ["Matcher"]
 log = logging.getLogger("cleo_rules")
 
 SKIP, CORRECTION, FOLLOW_UP, SUBSTANTIVE = DecisionKind  # the walk's outcomes, bound once
+_new_walk = object.__new__  # one Walk per message, made without the call to its __init__
 _SKIPPED = (SKIP, None, None, None, None, (), None)  # the walk's outcome for a message too short to read
 
 
@@ -162,6 +163,7 @@ class Matcher:
             plan.append((number, lane, lane.bind(start), len(patterns) if lane.patterns else 0, lane.longest,
                          lane.decides))
         self._plan = tuple(plan)
+        self._vocabulary = context.vocabulary
         # the most words a message any lane with a bound takes: a longer one stops at the first such lane
         self._longest = max((lane.longest for lane in self.lanes if lane.longest is not None), default=0)
         # referent rules share the prefilter's scan: a follow-up searches only those its text can match
@@ -215,6 +217,7 @@ class Matcher:
         # longer than every lane with a word bound takes: the walk stops at the first such lane
         overlong = len(message) > s.max_scan_chars or n > self._longest
         walk = None  # made for the first lane asked
+        vocabulary = self._vocabulary
         at = 0  # where in `found` the candidates of the lanes still to come begin
         try:
             for number, lane, ask, end, longest, decides in self._plan:
@@ -238,8 +241,16 @@ class Matcher:
                         continue
                     candidates = found[at:last]
                     at = last
-                if walk is None:
-                    walk = Walk(message, text, words, tokens, history, recorder, self.context.vocabulary)
+                if walk is None:  # Walk(message, text, ...), its fields set here without a call to __init__
+                    walk = _new_walk(Walk)
+                    walk.message = message
+                    walk.text = text
+                    walk.words = words
+                    walk.tokens = tokens
+                    walk.history = history
+                    walk.recorder = recorder
+                    walk.vocabulary = vocabulary
+                    walk.cover = walk.spans = None
                 hit = ask(walk, candidates)
                 if hit is not None:
                     return decides, hit[0], hit[1], text, None, referents, number

@@ -100,6 +100,7 @@ class Walk:
 
     __slots__ = ("message", "text", "words", "tokens", "history", "recorder", "vocabulary", "cover", "spans")
 
+    # the matcher makes one per message and sets these fields itself, without this call: one call less each
     def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, vocabulary):
         self.message = message
         self.text = text
@@ -119,10 +120,13 @@ class Walk:
 
     def topic_counts(self, start: int, end: int) -> tuple[int, int]:
         """Topic words (words the vocabulary does not cover) outside ``start:end`` of the text, and before it."""
-        if self.cover is None:
-            self.cover = self.vocabulary.cover(self.tokens)
+        cover, spans = self.cover, self.spans
+        if cover is None:
+            cover = self.cover = self.vocabulary.cover(self.tokens)
+        if spans is None:
+            spans = self.word_spans()
         outside = before = 0
-        for (s, e), c in zip(self.word_spans(), self.cover[1]):
+        for (s, e), c in zip(spans, cover[1]):
             if not c:
                 if e <= start:
                     before += 1
