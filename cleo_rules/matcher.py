@@ -210,7 +210,7 @@ class Matcher:
         found = self._index.candidates(text, words_of_tokens(tokens, text))
         ref_start = self._ref_start
         ref = bisect_left(found, ref_start)
-        referents = tuple(c - ref_start for c in found[ref:]) if ref < len(found) else ()
+        referents = tuple(map(ref_start.__rsub__, found[ref:])) if ref < len(found) else ()  # numbered from 0
         if recorder is not None:
             recorder.scanned(scanned, stripped, text, tokens, found[:ref])
         n = len(tokens)

@@ -202,7 +202,7 @@ class PatternLane(Lane):
         timeout = self.timeout
 
         def ask(walk, candidates):
-            text, recorder, words = walk.text, walk.recorder, len(walk.tokens)
+            text, recorder = walk.text, walk.recorder
             for index in candidates:
                 rule, rule_id, search, unjudged = entries[index]
                 try:
@@ -211,7 +211,7 @@ class PatternLane(Lane):
                     m = retried(rule_id, search, text, timeout)
                 if recorder is not None:
                     recorder.searched(rule, m)
-                if m is not None and (words <= unjudged or accept(rule, m, walk)):
+                if m is not None and (len(walk.tokens) <= unjudged or accept(rule, m, walk)):
                     return rule_id, m.span()
             return None
 
