@@ -97,8 +97,9 @@ def test_a_lane_that_overrides_accept_alone_is_asked_of_every_match(start):
     index = next(i for i, r in enumerate(corrections.rules) if r.compiled.search(normalize(message)))
     candidates = [start + i for i in range(len(corrections.rules))]
     kept = PatternLane(corrections.rules, stage="correction", decides=corrections.decides, order=10, timeout=1.0)
-    assert kept.bind(start)(walk_of(message), candidates) == kept.search(walk_of(message), range(index, index + 1))
-    assert kept.bind(start)(walk_of(message), candidates)[0] == corrections.rules[index].id
+    hit = kept.bind(start)(walk_of(message), candidates)
+    assert hit == kept.search(walk_of(message), range(index, index + 1))
+    assert hit is not None and hit[0] == corrections.rules[index].id
     refusing = Refusing(corrections.rules, stage="correction", decides=corrections.decides, order=10, timeout=1.0)
     assert refusing.bind(start)(walk_of(message), candidates) is None
     judged = RefusingJudged(corrections.rules, stage="correction", decides=corrections.decides, order=10,
