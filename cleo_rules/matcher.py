@@ -27,7 +27,7 @@ is that walk with a recorder.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left
 import functools
 import hashlib
 import logging
@@ -49,8 +49,8 @@ __all__ = ["Matcher"]
 log = logging.getLogger("cleo_rules")
 
 SKIP, CORRECTION, FOLLOW_UP, SUBSTANTIVE = DecisionKind  # the walk's outcomes, bound once
-_SKIPPED = WalkResult(SKIP)
-_result = WalkResult.of  # the walk's outcome, made without the frozen __init__'s cost
+_new_walk = object.__new__  # one Walk per message, made without the call to its __init__
+_SKIPPED = (SKIP, None, None, None, None, (), None)  # the walk's outcome for a message too short to read
 
 
 def _requirements(rule):
@@ -153,12 +153,17 @@ class Matcher:
         self.referents = context.referents
         self.lexicon = context.lexicon
         self._identity = identity  # (name, version, hash)
-        # each lane's patterns, numbered in lane order, then the referent rules: one scan finds them all
+        # each lane's patterns, numbered in lane order, then the referent rules: one scan finds them all; each
+        # lane is asked through the callable it binds once here (Lane.bind), with its candidates so numbered
         plan, patterns = [], []
         for number, lane in enumerate(self.lanes):
-            plan.append((number, lane, len(patterns), len(patterns) + len(lane.patterns), lane.longest))
+            start = len(patterns)
             patterns += lane.patterns
+            # `end` is 0 for a lane without patterns (it is asked with none)
+            plan.append((number, lane, lane.bind(start), len(patterns) if lane.patterns else 0, lane.longest,
+                         lane.decides))
         self._plan = tuple(plan)
+        self._vocabulary = context.vocabulary
         # the most words a message any lane with a bound takes: a longer one stops at the first such lane
         self._longest = max((lane.longest for lane in self.lanes if lane.longest is not None), default=0)
         # referent rules share the prefilter's scan: a follow-up searches only those its text can match
@@ -184,6 +189,14 @@ class Matcher:
         :class:`~cleo_rules.explain.Recorder`); it never changes the result.
         ``history`` is the conversation as :func:`~cleo_rules.history.read_history` reads it.
         """
+        return WalkResult(*self._walk(message, recorder, history))
+
+    def _walk(self, message: str, recorder: Recorder | None = None, history=None):
+        """The walk (:meth:`walk`), its outcome as the plain tuple of :class:`WalkResult`'s fields, in order.
+
+        :meth:`classify` and :meth:`kind_of` read the tuple: one frozen value
+        less to make per message.
+        """
         s = self.settings
         stripped = visible_length(message)
         if stripped < s.min_chars:
@@ -195,49 +208,60 @@ class Matcher:
         words = word_pattern(text)
         tokens = words.findall(text)
         found = self._index.candidates(text, words_of_tokens(tokens, text))
-        ref = bisect.bisect_left(found, self._ref_start)
-        referents = tuple(c - self._ref_start for c in found[ref:]) if ref < len(found) else ()
-        found = found[:ref]
+        ref_start = self._ref_start
+        ref = bisect_left(found, ref_start)
+        referents = tuple(map(ref_start.__rsub__, found[ref:])) if ref < len(found) else ()  # numbered from 0
         if recorder is not None:
-            recorder.scanned(scanned, stripped, text, tokens, found)
+            recorder.scanned(scanned, stripped, text, tokens, found[:ref])
         n = len(tokens)
-        long = n > s.max_follow_up_words
         # longer than every lane with a word bound takes: the walk stops at the first such lane
         overlong = len(message) > s.max_scan_chars or n > self._longest
         walk = None  # made for the first lane asked
+        vocabulary = self._vocabulary
+        at = 0  # where in `found` the candidates of the lanes still to come begin
         try:
-            for number, lane, start, end, longest in self._plan:
+            for number, lane, ask, end, longest, decides in self._plan:
                 if longest is not None:
                     if overlong:
                         if recorder is not None:
                             recorder.stopped(n, len(message))
-                        return _result(SUBSTANTIVE, None, None, text, None, referents, None)
+                        return SUBSTANTIVE, None, None, text, None, referents, None
                     if n > longest:  # a lane for shorter messages (the vocabulary test)
                         if recorder is not None:
                             recorder.passed(lane, n)
+                        if end and at < ref:  # its candidates are passed over with it
+                            at = bisect_left(found, end, at, ref)
                         continue
                 candidates = ()
-                if end > start:  # a lane of patterns: asked only when the prefilter names one of them
-                    if not found:
+                if end:  # a lane of patterns: asked only when the prefilter names one of them
+                    if at == ref:
                         continue
-                    first = bisect.bisect_left(found, start)
-                    last = bisect.bisect_left(found, end, first)
-                    if first == last:
+                    last = ref if end == ref_start else bisect_left(found, end, at, ref)
+                    if last == at:
                         continue
-                    candidates = found[first:last] if not start else [c - start for c in found[first:last]]
-                if walk is None:
-                    walk = Walk(message, text, words, tokens, history, recorder, self.context.vocabulary)
-                hit = lane.search(walk, candidates)
+                    candidates = found[at:last]
+                    at = last
+                if walk is None:  # Walk(message, text, ...), its fields set here without a call to __init__
+                    walk = _new_walk(Walk)
+                    walk.message = message
+                    walk.text = text
+                    walk.words = words
+                    walk.tokens = tokens
+                    walk.history = history
+                    walk.recorder = recorder
+                    walk.vocabulary = vocabulary
+                    walk.cover = walk.spans = None
+                hit = ask(walk, candidates)
                 if hit is not None:
-                    return _result(lane.decides, hit[0], hit[1], text, None, referents, number)
+                    return decides, hit[0], hit[1], text, None, referents, number
         except RuleTimeout as t:
             log.warning("pattern timed out in rule %s; message classified substantive (searched as typed)", t.rule_id)
             if recorder is not None:
                 recorder.timed_out(t.rule_id)
-            return _result(SUBSTANTIVE, None, None, text, f"timeout in {t.rule_id}", referents, None)
-        if long and recorder is not None:  # over max_follow_up_words: the follow-ups were refused it
+            return SUBSTANTIVE, None, None, text, f"timeout in {t.rule_id}", referents, None
+        if n > s.max_follow_up_words and recorder is not None:  # the follow-ups were refused it
             recorder.stopped(n, len(message))
-        return _result(SUBSTANTIVE, None, None, text, None, referents, None)
+        return SUBSTANTIVE, None, None, text, None, referents, None
 
     def _named_choice(self, normalized: str, history, recorder):
         """``(NamedChoice, rule id, span in normalized)`` for a message that picks an offered option by name
@@ -256,7 +280,7 @@ class Matcher:
 
     def kind_of(self, message: str) -> DecisionKind:
         """The kind of ``message`` on its own (no query shaping)."""
-        return self.walk(message).kind
+        return self._walk(message)[0]
 
     def anchor(self, history):
         """The last substantive user turn among the last ``anchor_lookback`` user turns of ``history``
@@ -285,9 +309,8 @@ class Matcher:
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
         said = read_history(history)
-        result = self.walk(message, recorder, said)
-        kind, span, normalized, note = result.kind, result.span, result.text, result.note
-        rule, given = result.rule, None
+        kind, rule, span, normalized, note, referents, _ = self._walk(message, recorder, said)
+        given = None
         if kind == SUBSTANTIVE and rule is None and note is None and normalized is not None and said:
             given = self._named_choice(normalized, said, recorder)
             if given is not None:
@@ -296,7 +319,7 @@ class Matcher:
         # the query: nothing for a skip, the message as typed for a correction
         # or a substantive message, its parts combined for a follow-up
         if kind == FOLLOW_UP and normalized is not None:  # a follow-up's text is always normalised
-            query, parts, why = shape(self, message, normalized, said, recorder, frozenset(result.referents), given)
+            query, parts, why = shape(self, message, normalized, said, recorder, frozenset(referents), given)
             note = note or why
         elif kind == CORRECTION and normalized is not None:
             query, parts, why = shape_correction(self, message, normalized, said, recorder, span)

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any
 
 from . import timed
 from .explain import PREFILTERED, Attempt
 from .kinds import DecisionKind
 
-__all__ = ["Lane", "LaneContext", "RuleTimeout", "Walk", "WalkResult", "limited"]
+__all__ = ["Ask", "Lane", "LaneContext", "RuleTimeout", "Walk", "WalkResult", "limited", "retried"]
 
 
 class RuleTimeout(Exception):
@@ -43,13 +43,19 @@ def limited(rule_id: str, method, text: str, timeout: float):
 
     The limit counts the whole process's CPU time, so a fast pattern can
     run out of it while other threads work; a timed-out search is run
-    again (:func:`cleo_rules.timed.again`): a slow pattern costs at most
-    twice the limit, and inside a gate only a reproducible timeout counts.
+    again (:func:`retried`): a slow pattern costs at most twice the limit,
+    and inside a gate only a reproducible timeout counts.
     """
     try:
         return method(text, timeout=timeout)
     except TimeoutError:
         pass
+    return retried(rule_id, method, text, timeout)
+
+
+def retried(rule_id: str, method, text: str, timeout: float):
+    """``method(text)`` once more after it ran out of time (:func:`cleo_rules.timed.again`); :class:`RuleTimeout`
+    names the rule when it runs out again. A lane that makes the first search itself calls this on its timeout."""
     try:
         return timed.again(method, text, timeout)
     except TimeoutError:
@@ -94,6 +100,7 @@ class Walk:
 
     __slots__ = ("message", "text", "words", "tokens", "history", "recorder", "vocabulary", "cover", "spans")
 
+    # the matcher makes one per message and sets these fields itself, without this call: one call less each
     def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, vocabulary):
         self.message = message
         self.text = text
@@ -113,10 +120,13 @@ class Walk:
 
     def topic_counts(self, start: int, end: int) -> tuple[int, int]:
         """Topic words (words the vocabulary does not cover) outside ``start:end`` of the text, and before it."""
-        if self.cover is None:
-            self.cover = self.vocabulary.cover(self.tokens)
+        cover, spans = self.cover, self.spans
+        if cover is None:
+            cover = self.cover = self.vocabulary.cover(self.tokens)
+        if spans is None:
+            spans = self.word_spans()
         outside = before = 0
-        for (s, e), c in zip(self.word_spans(), self.cover[1]):
+        for (s, e), c in zip(spans, cover[1]):
             if not c:
                 if e <= start:
                     before += 1
@@ -148,29 +158,9 @@ class WalkResult:
     referents: tuple[int, ...] = ()
     lane: int | None = None
 
-    #: ``WalkResult.of(kind, rule, span, text, note, referents, lane)``: the same value as ``WalkResult(...)``, made
-    #: at a third of the frozen ``__init__``'s cost (the walk makes one per message)
-    of: ClassVar[Callable[..., WalkResult]]
 
-
-class _Made:
-    """A :class:`WalkResult` being made: a plain class of the same slots, so its fields are set as any object's are,
-    and the object is then made a ``WalkResult`` (frozen from then on)."""
-
-    __slots__ = WalkResult.__slots__
-
-    def __init__(self, kind, rule, span, text, note, referents, lane):
-        self.kind = kind
-        self.rule = rule
-        self.span = span
-        self.text = text
-        self.note = note
-        self.referents = referents
-        self.lane = lane
-        self.__class__ = WalkResult  # pyright: ignore[reportAttributeAccessIssue]  # the same slots: it becomes one
-
-
-WalkResult.of = cast(Callable[..., WalkResult], _Made)
+#: What the matcher asks a lane with (:meth:`Lane.bind`): ``ask(walk, candidates)``, answered as :meth:`Lane.search`.
+Ask = Callable[["Walk", Sequence[int]], "tuple[str, tuple[int, int]] | None"]
 
 
 class Lane:
@@ -227,3 +217,22 @@ class Lane:
         step (:class:`~cleo_rules.explain.Recorder`).
         """
         raise NotImplementedError
+
+    def bind(self, start: int) -> Ask:
+        """What the matcher asks this lane with, made once when the matcher is built: ``ask(walk, candidates)``.
+
+        ``candidates`` are numbered as the matcher's prefilter numbers every
+        lane's patterns, this lane's from ``start`` (a lane without patterns
+        gets none); ``ask`` answers as :meth:`search` does. This one numbers
+        them from 0 and calls :meth:`search`; a lane may return one that does
+        the same work with less per message, which must decide as
+        :meth:`search` does and tell the recorder the same.
+        """
+        search = self.search
+        if not start or not self.patterns:
+            return search
+
+        def ask(walk: Walk, candidates: Sequence[int]):
+            return search(walk, [c - start for c in candidates])
+
+        return ask

@@ -70,22 +70,24 @@ class FollowUpLane(PatternLane):
         self.settings = context.settings
         self.lexicon = context.lexicon
         self._known_words: frozenset | None = None
+        # by the rule object's identity (the lane keeps its rules alive): another rule of the same id is checked afresh
+        self._checks = {id(rule): self._check(rule) for rule in self.rules}
 
     def accept(self, rule, match, walk) -> bool:
         recorder = walk.recorder
         words = len(walk.tokens)
-        cap = rule.max_words if rule.max_words is not None else self.settings.max_follow_up_words
+        cap, guarded, antecedent, bounded = self._checks.get(id(rule)) or self._check(rule)
         if words > cap:
             if recorder is not None:
                 recorder.judged(rule, False, f"matched, but the message has {words} words and this rule takes at "
                                              f"most {cap}", "word_cap",
                                 "max_words" if rule.max_words is not None else "max_follow_up_words")
             return False
-        if rule.guarded and not self._guards_pass(rule, match, walk):
+        if guarded and not self._guards_pass(rule, match, walk):
             return False
-        if rule.requires_antecedent and not self._antecedent(rule, match, walk.history, recorder):
+        if antecedent and not self._antecedent(rule, match, walk.history, recorder):
             return False
-        if not rule.topic_bounded:
+        if not bounded:
             return True
         outside, before = walk.topic_counts(*match.span())
         ok = topic_ok(rule, outside, before)
@@ -93,6 +95,17 @@ class FollowUpLane(PatternLane):
             recorder.judged(rule, ok, topic_note(rule, outside, before), "topic_words",
                             topic_bound(rule, outside, before))
         return ok
+
+    def _check(self, rule) -> tuple[int, bool, bool, bool]:
+        """What :meth:`accept` checks of ``rule``'s match: its word cap, whether it is guarded, whether it
+        requires an antecedent, whether it bounds the topic words (looked up once per rule, :attr:`_checks`)."""
+        cap = rule.max_words if rule.max_words is not None else self.settings.max_follow_up_words
+        return cap, rule.guarded, rule.requires_antecedent, rule.topic_bounded
+
+    def unjudged(self, rule) -> int:
+        # a rule with no guard, no antecedent to find and no topic bound: any match stands within the word cap
+        cap, guarded, antecedent, bounded = self._check(rule)
+        return -1 if guarded or antecedent or bounded else cap
 
     @staticmethod
     def _refuse(recorder, rule, why: str, setting: str, reason: str = "guard") -> bool:

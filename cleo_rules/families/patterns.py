@@ -9,11 +9,12 @@ prefilter names, each under the pack's time limit.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..kinds import DecisionKind, RuleKind
-from ..walk import Lane, limited
+from ..walk import Lane, limited, retried
 from .base import Build, Family, Item
 
 __all__ = ["PatternFamily", "PatternLane", "PatternRule", "build_pattern", "listed", "short_of_follow_up"]
@@ -175,6 +176,51 @@ class PatternLane(Lane):
     def accept(self, rule, match, walk) -> bool:
         """Whether ``rule``'s ``match`` stands (every match does, unless a lane says otherwise)."""
         return True
+
+    def unjudged(self, rule) -> int:
+        """The most words a message may have for every match of ``rule`` to stand without :meth:`accept` being asked
+        (it would let it stand and tell the recorder nothing); -1 when it must be asked.
+
+        A lane that overrides :meth:`accept` overrides this beside it, in the same class: when the two are not
+        defined together, :meth:`bind` asks :meth:`accept` of every match.
+        """
+        return sys.maxsize
+
+    def bind(self, start: int):
+        """:meth:`search` with what it looks up for each rule looked up once: each candidate's rule, its id, its
+        compiled pattern's ``search`` and the words :meth:`unjudged` allows, by the matcher's numbering.
+
+        A lane whose :meth:`search` is its own is asked through it (:meth:`Lane.bind <cleo_rules.walk.Lane.bind>`).
+        """
+        cls = type(self)
+        if cls.search is not PatternLane.search:
+            return super().bind(start)
+        judged = _defined_by(cls, "accept") is _defined_by(cls, "unjudged")
+        accept = self.accept
+        entries = (None,) * start + tuple((rule, rule.id, rule.compiled.search, self.unjudged(rule) if judged else -1)
+                                          for rule in self.rules)
+        timeout = self.timeout
+
+        def ask(walk, candidates):
+            text, recorder = walk.text, walk.recorder
+            for index in candidates:
+                rule, rule_id, search, unjudged = entries[index]
+                try:
+                    m = search(text, timeout=timeout)
+                except TimeoutError:
+                    m = retried(rule_id, search, text, timeout)
+                if recorder is not None:
+                    recorder.searched(rule, m)
+                if m is not None and (len(walk.tokens) <= unjudged or accept(rule, m, walk)):
+                    return rule_id, m.span()
+            return None
+
+        return ask
+
+
+def _defined_by(cls: type, name: str) -> type:
+    """The class in ``cls``'s order of resolution that defines ``name``."""
+    return next(k for k in cls.__mro__ if name in vars(k))
 
 
 def short_of_follow_up(pack, explanation, taken: str) -> str | None:

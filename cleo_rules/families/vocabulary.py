@@ -167,6 +167,8 @@ class VocabularyLane(Lane):
     def __init__(self, sets, vocabulary: Vocabulary, settings):
         self.rules = tuple(sets)
         self.vocabulary = vocabulary
+        self._cover = vocabulary.cover
+        self._ids = tuple(vset.id for vset in self.rules)
         self.longest = settings.max_follow_up_words
 
     def passed_note(self, words: int) -> str:
@@ -174,21 +176,23 @@ class VocabularyLane(Lane):
         return self.untried_note
 
     def search(self, walk, candidates):
-        cover = walk.cover
+        cover, recorder = walk.cover, walk.recorder
         if cover is not None:  # worked out for a follow-up pattern's topic words
             head = cover[0] if all(cover[1]) else None
         else:
-            cover = self.vocabulary.cover(walk.tokens, stop_at_gap=True)
+            cover = self._cover(walk.tokens, stop_at_gap=True)
             head = cover[0]
-        if walk.recorder is not None:
-            walk.recorder.attempt(self, 0, self._attempt(head, cover[1], cover[2], walk.tokens))
+        if recorder is not None:
+            recorder.attempt(self, 0, self._attempt(head, cover[1], cover[2], walk.tokens))
         # stopped at a gap, the cover is partial: a later lane counts topic words afresh
         walk.cover = None if cover[2] is not None else cover
         if head is None:
             return None
         index, first, last = head
-        spans = walk.word_spans()
-        return self.rules[index].id, (spans[first][0], spans[last - 1][1])
+        spans = walk.spans
+        if spans is None:
+            spans = walk.word_spans()
+        return self._ids[index], (spans[first][0], spans[last - 1][1])
 
     def _attempt(self, head, covered, gap: int | None, tokens) -> Attempt:
         """The test's attempt for ``explain``: the set that names the follow-up, or the words it stopped at."""
