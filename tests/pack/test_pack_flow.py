@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cleo_rules.memo import clear_memos
 from cleo_rules.pack import flow, load
 from cleo_rules.pack.load import MAX_DEPTH, parse_yaml
 from cleo_rules.resources import rules_dir
@@ -25,6 +26,7 @@ NEVER = 10 ** 9  # min_flow_items that leaves every sequence to the loader
 def readings(text: str, name: str = "f.yaml", min_items: int = 1):
     """``(with flow.py, loader alone)``: each ``(data, values, keys, styles, problems)`` or None, problems."""
     def read(n):
+        clear_memos()  # each reading parses afresh, never the process's memo of an earlier one
         src, problems = parse_yaml(text, Path(name), name, min_flow_items=n)
         got = None if src is None else (src.data, list(src.values.items()), list(src.keys.items()),
                                         list(src.styles.items()))
@@ -57,6 +59,7 @@ def used_runs(monkeypatch, text: str, min_items: int = 1) -> list[bool]:
         return runs
 
     monkeypatch.setattr(flow, "find", spy)
+    clear_memos()  # a text parsed earlier in the process would be answered from the memo, without flow.find
     parse_yaml(text, Path("f.yaml"), "f.yaml", min_flow_items=min_items)
     return [r.used for r in seen[0]] if seen else []
 
