@@ -74,6 +74,18 @@ class Service:
             time.sleep(0.05)
         raise AssertionError(f"the service was not ready in {timeout} s:\n{self.log}")
 
+    def __enter__(self) -> Service:
+        """The service once ``/readyz`` answers 200; stopped by pid if it never does."""
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
     def signal(self, sig) -> None:
         os.kill(self.pid, sig)
 

@@ -131,13 +131,9 @@ def keyed(tmp_path_factory):
     root = tmp_path_factory.mktemp("keyed")
     keys = root / "keys.txt"
     admin = KeyRing.append(keys, "*")
-    svc = Service("--pack", copy_pack(root, corpus=True), "--keys", keys, "--writable-corpus",
-                  log_path=root / "service.log")
-    try:
-        svc.wait_ready(90)
+    with Service("--pack", copy_pack(root, corpus=True), "--keys", keys, "--writable-corpus",
+                 log_path=root / "service.log") as svc:
         yield {"svc": svc, "root": root, "auth": {"Authorization": f"Bearer {admin}"}}
-    finally:
-        svc.stop()
 
 
 def regressions_file(service) -> str:

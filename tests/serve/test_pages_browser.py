@@ -47,12 +47,8 @@ def chrome(tmp_path_factory, guard):
 def site(tmp_path_factory, guard):
     root = tmp_path_factory.mktemp("site")
     shutil.copytree(rules_dir(), root / "pack")
-    svc = Service("--pack", root / "pack", command="playground", log_path=root / "service.log")
-    try:
-        svc.wait_ready(90)
+    with Service("--pack", root / "pack", command="playground", log_path=root / "service.log") as svc:
         yield {"svc": svc, "pack": load_pack(root / "pack")}
-    finally:
-        svc.stop()
 
 
 @pytest.fixture(autouse=True)

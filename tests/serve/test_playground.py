@@ -46,27 +46,17 @@ def team(tmp_path_factory):
     root = tmp_path_factory.mktemp("team")
     shutil.copytree(rules_dir(), root / "rules")
     shutil.copytree(corpus_dir(), root / "corpus")
-    svc = Service("--pack", root / "rules", "--writable-corpus", "--watch-interval", "0.2",
-                  log_path=root / "service.log")
-    try:
-        svc.wait_ready(90)
-        with svc.client() as http:
-            yield {"root": root, "svc": svc, "http": http}
-    finally:
-        svc.stop()
+    with Service("--pack", root / "rules", "--writable-corpus", "--watch-interval", "0.2",
+                  log_path=root / "service.log") as svc, svc.client() as http:
+        yield {"root": root, "svc": svc, "http": http}
 
 
 @pytest.fixture(scope="module")
 def alone(tmp_path_factory):
     root = tmp_path_factory.mktemp("alone")
     shutil.copytree(rules_dir(), root / "rules")
-    svc = Service("--pack", root / "rules", command="playground", log_path=root / "playground.log")
-    try:
-        svc.wait_ready(90)
-        with svc.client() as http:
-            yield {"root": root, "svc": svc, "http": http}
-    finally:
-        svc.stop()
+    with Service("--pack", root / "rules", command="playground", log_path=root / "playground.log") as svc, svc.client() as http:
+        yield {"root": root, "svc": svc, "http": http}
 
 
 def post(http, path, body):

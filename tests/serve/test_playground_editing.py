@@ -36,26 +36,16 @@ def init(root):
 @pytest.fixture(scope="module")
 def writable(tmp_path_factory):
     team = init(tmp_path_factory.mktemp("writable"))
-    svc = Service("--pack", "rules", "--writable-pack", "--watch-interval", "0.2", command="playground",
-                  log_path=team / "playground.log", cwd=team)
-    try:
-        svc.wait_ready(90)
-        with svc.client() as http:
-            yield {"team": team, "svc": svc, "http": http}
-    finally:
-        svc.stop()
+    with Service("--pack", "rules", "--writable-pack", "--watch-interval", "0.2", command="playground",
+                  log_path=team / "playground.log", cwd=team) as svc, svc.client() as http:
+        yield {"team": team, "svc": svc, "http": http}
 
 
 @pytest.fixture(scope="module")
 def readonly(tmp_path_factory):
     team = init(tmp_path_factory.mktemp("readonly"))
-    svc = Service("--pack", "rules", command="playground", log_path=team / "playground.log", cwd=team)
-    try:
-        svc.wait_ready(90)
-        with svc.client() as http:
-            yield {"team": team, "svc": svc, "http": http}
-    finally:
-        svc.stop()
+    with Service("--pack", "rules", command="playground", log_path=team / "playground.log", cwd=team) as svc, svc.client() as http:
+        yield {"team": team, "svc": svc, "http": http}
 
 
 def problem(response, status, name):
