@@ -34,3 +34,14 @@ def fill(store: MemoryStore) -> MemoryStore:
     for did, title, date, text in DOCUMENTS:
         store.add_document(did, title, date, text)
     return store
+
+# search arguments every memory backend refuses as misuse, and the error each raises
+BAD_SEARCH_ARGUMENTS = [
+    ({"query": "", "k": 3}, ValueError),
+    ({"query": "x", "k": 0}, ValueError),
+    ({"query": "x", "k": 2.5}, TypeError),
+    ({"query": "x", "k": True}, TypeError),
+    ({"query": "x", "sources": ("emails",)}, ValueError),
+    ({"query": "x", "sources": ()}, ValueError),
+    ({"query": None}, TypeError),
+]

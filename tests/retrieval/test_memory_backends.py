@@ -36,6 +36,7 @@ from cleo_rules.turn import Recall
 from helpers import ROOT
 from helpers.embedders import ToyEmbedder
 from helpers.hostile import TOY_EMBEDDER
+from helpers.memory import BAD_SEARCH_ARGUMENTS
 
 SAMPLE = data_dir() / "sample_memory.jsonl"
 RECORDS = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -249,15 +250,7 @@ def test_sources_limit_the_search_and_the_floor_drops_weak_results(jobs):
     assert jobs.search("boiler leaking valve", k=10, floor=1.01).results == ()
 
 
-@pytest.mark.parametrize("kwargs,error", [
-    ({"query": "", "k": 3}, ValueError),
-    ({"query": "x", "k": 0}, ValueError),
-    ({"query": "x", "k": 2.5}, TypeError),
-    ({"query": "x", "k": True}, TypeError),
-    ({"query": "x", "sources": ("emails",)}, ValueError),
-    ({"query": "x", "sources": ()}, ValueError),
-    ({"query": None}, TypeError),
-])
+@pytest.mark.parametrize("kwargs,error", BAD_SEARCH_ARGUMENTS)
 def test_bad_search_arguments_are_misuse_errors(toy, kwargs, error):
     with pytest.raises(error):
         toy.search(**kwargs)

@@ -14,6 +14,8 @@ from cleo_rules.errors import IngestError, StoreError
 from cleo_rules.resources import data_dir
 from cleo_rules.retrieval import Item, MemoryStore, Result, SearchResponse, StoreWarning
 
+from helpers.memory import BAD_SEARCH_ARGUMENTS
+
 SAMPLE = data_dir() / "sample_memory.jsonl"
 RECORDS = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
 BY_ID = {r["id"]: r for r in RECORDS}
@@ -183,15 +185,7 @@ def test_search_vectors_matches_search(store, embedder):
         store.search_vectors(np.ones((2, 2, 384), dtype=np.float32))
 
 
-@pytest.mark.parametrize("kwargs,error", [
-    ({"query": "", "k": 3}, ValueError),
-    ({"query": "x", "k": 0}, ValueError),
-    ({"query": "x", "k": 2.5}, TypeError),
-    ({"query": "x", "k": True}, TypeError),
-    ({"query": "x", "sources": ("emails",)}, ValueError),
-    ({"query": "x", "sources": ()}, ValueError),
-    ({"query": None}, TypeError),
-])
+@pytest.mark.parametrize("kwargs,error", BAD_SEARCH_ARGUMENTS)
 def test_bad_search_arguments_are_misuse_errors(store, kwargs, error):
     with pytest.raises(error):
         store.search(**kwargs)
