@@ -161,6 +161,7 @@ class Recorder:
         self._owner: dict[str, int] = {}   # every rule of a lane: the lane's index
         self._lane_of = {id(lane): i for i, lane in enumerate(self._lanes)}
         self._pattern_slots: list[int] = []  # the prefilter's pattern numbers (every lane's, in order): their slot
+        self._unnamed: dict[int, int | None] = {}  # slots of rules with no required words: their word cap
         for i, lane in enumerate(self._lanes):
             first = len(self._stages)
             self._first.append(first)
@@ -168,8 +169,14 @@ class Recorder:
                 self._owner[rule.id] = i
                 if lane.per_rule:
                     self._slot[rule.id] = first + j
+            start = len(self._pattern_slots)
             self._pattern_slots += [first + j if lane.per_rule else first for j in range(len(lane.patterns))]
+            if lane.per_rule:
+                for j in range(len(lane.patterns)):
+                    if start + j in matcher.unconditional:
+                        self._unnamed[first + j] = matcher.word_caps[start + j]
             self._stages += [lane.stage] * lane.slots
+        self._capped: dict[int, str] = {}  # slots the prefilter left out for the message's length: why
         # the walk's length gate stands before the first lane with a bound
         self._gate = next((self._first[i] for i, lane in enumerate(self._lanes) if lane.longest is not None),
                           len(self._stages))
@@ -200,6 +207,9 @@ class Recorder:
         self._scanned, self._text, self._tokens = scanned, text, tuple(tokens)
         slots = self._pattern_slots
         self._candidates = frozenset(slots[c] for c in candidates if c < len(slots))
+        n = len(self._tokens)
+        self._capped = {slot: f"not tried: the message has {n} words and this rule takes at most {cap} (prefilter)"
+                        for slot, cap in self._unnamed.items() if cap is not None and n > cap}
 
     def searched(self, rule, match) -> None:
         """``rule``'s pattern was searched (a rule with an attempt of its own); ``match`` or None."""
@@ -332,7 +342,8 @@ class Recorder:
                 if a is None:
                     why = f"not tried: {end[1]}" if end is not None and slot >= end[0] else None
                     stopped = why is not None
-                    a = lane.untried(j, why if why is not None else self._passed.get(i, lane.untried_note))
+                    a = lane.untried(j, why if why is not None else
+                                     self._passed.get(i, self._capped.get(slot, lane.untried_note)))
                     # a rule the prefilter named, not tried for the message's length (a walk stopped for a
                     # time limit or by the rule that decided has no near misses after it)
                     if slot in self._candidates and (self._stop is not None if stopped else i in self._passed):
@@ -350,8 +361,11 @@ class Recorder:
 
     def _near_miss(self, slot: int, a: Attempt, lane) -> NearMiss | None:
         """The near miss of an attempt that ran and did not take the message, or None: a rule of a lane without
-        patterns (nothing the prefilter names) that did not match is no near miss."""
+        patterns, or a rule with no required words (the prefilter names neither), that did not match is no near
+        miss."""
         why = self._why.get(slot)
+        if a.span is None and slot in self._unnamed and (why is None or why[0] == "no_match"):
+            return None  # a rule with no required words: the prefilter names it for every message
         if why is None:
             if not lane.per_rule:
                 why = ("test", None)

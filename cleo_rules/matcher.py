@@ -172,7 +172,13 @@ class Matcher:
         if requirements is not None and len(requirements) != len(searched):
             raise ValueError(f"{len(requirements)} requirements given for {len(searched)} patterns")
         self.requirements = tuple(requirements or map(_requirements, searched))
-        self._index = LiteralIndex(self.requirements)
+        # the most words each pattern's rule takes, where its lane bounds it: a rule with no required words is
+        # named by the prefilter only for a message that short (the referent rules take any)
+        self.word_caps = tuple(lane.word_cap(rule) for lane in self.lanes for rule in lane.patterns) + \
+            (None,) * len(self.referents.rules)
+        self._index = LiteralIndex(self.requirements, caps=self.word_caps)
+        #: the pattern numbers of the rules the prefilter names for every message (within their word cap)
+        self.unconditional = self._index.unconditional
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kinds = _KindCache(self.kind_of, settings.min_chars, settings.max_scan_chars)
@@ -207,7 +213,7 @@ class Matcher:
         text = normalize(scanned)
         words = word_pattern(text)
         tokens = words.findall(text)
-        found = self._index.candidates(text, words_of_tokens(tokens, text))
+        found = self._index.candidates(text, words_of_tokens(tokens, text), len(tokens))
         ref_start = self._ref_start
         ref = bisect_left(found, ref_start)
         referents = tuple(map(ref_start.__rsub__, found[ref:])) if ref < len(found) else ()  # numbered from 0

@@ -202,6 +202,11 @@ class Lane:
         rule = self.rules[slot].id if self.per_rule else None
         return Attempt(self.stage, rule, False, note=note, tried=False)
 
+    def word_cap(self, rule) -> int | None:
+        """The most words a message may have for ``rule`` (one of :attr:`patterns`) to take it, or None for no
+        bound of its own: the prefilter does not name a rule with no required words for a longer message."""
+        return None
+
     def passed_note(self, words: int) -> str:
         """What ``explain`` says of this lane's attempts when it was passed over for a message of ``words`` words."""
         return f"not tried: the message has {words} words, over the {self.longest} this lane takes"

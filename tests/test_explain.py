@@ -74,9 +74,14 @@ def test_rules_the_prefilter_rules_out_are_listed_as_not_tried():
     patterns = [a for a in ex.attempts if a.stage in ("correction", "follow_up")]
     for index, attempt in enumerate(patterns):
         assert attempt.tried == (index in candidates), attempt
-        if not attempt.tried:
+        if not attempt.tried and index in PACK.matcher.unconditional:  # no required words: left out for its length
+            cap = PACK.matcher.word_caps[index]
+            assert (attempt.fired, attempt.note) == (
+                False, f"not tried: the message has 7 words and this rule takes at most {cap} (prefilter)")
+        elif not attempt.tried:
             assert (attempt.fired, attempt.note) == (False, PREFILTERED)
     assert not all(a.tried for a in patterns)
+    assert any(not patterns[i].tried for i in PACK.matcher.unconditional if i < len(patterns))
 
 
 def test_after_the_deciding_rule_nothing_is_tried():

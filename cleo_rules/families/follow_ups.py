@@ -102,6 +102,9 @@ class FollowUpLane(PatternLane):
         cap = rule.max_words if rule.max_words is not None else self.settings.max_follow_up_words
         return cap, rule.guarded, rule.requires_antecedent, rule.topic_bounded
 
+    def word_cap(self, rule) -> int | None:
+        return rule.max_words
+
     def unjudged(self, rule) -> int:
         # a rule with no guard, no antecedent to find and no topic bound: any match stands within the word cap
         cap, guarded, antecedent, bounded = self._check(rule)

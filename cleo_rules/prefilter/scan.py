@@ -19,6 +19,8 @@ from typing import Sequence
 
 import regex
 
+from ..text import word_pattern
+
 __all__ = ["LiteralIndex", "holds", "words_of", "words_of_tokens"]
 
 _RUN_ASCII = re.compile(r"\w+", re.ASCII)
@@ -99,8 +101,9 @@ class LiteralIndex:
     :data:`.requirements.Condition`): "the text starts with one
     of these, contains one of those, has one of these whole words, or one of
     those among its first few"; all must hold. None (or no conditions) makes
-    the rule a candidate for every text. Immutable after construction; safe
-    to share between threads.
+    the rule a candidate for every text, or, when ``caps[i]`` is a number,
+    for every text of at most that many words (a rule that takes no longer
+    message). Immutable after construction; safe to share between threads.
 
     The scan looks for *keys*: the first ``key_length`` characters of each
     literal (a text holding a literal holds its key, so a found key may
@@ -111,12 +114,16 @@ class LiteralIndex:
     once; a rule is a candidate when each of its conditions is met.
     """
 
-    __slots__ = ("size", "_always", "_full", "_find", "_starts", "_implied", "_implied_prefix", "_words", "_early",
-                 "_early_depth")
+    __slots__ = ("size", "unconditional", "_always", "_capped", "_full", "_find", "_starts", "_implied", "_implied_prefix", "_words",
+                 "_early", "_early_depth")
 
-    def __init__(self, requirements: Sequence[Sequence[tuple] | None], *, key_length: int = 6):
+    def __init__(self, requirements: Sequence[Sequence[tuple] | None], *, key_length: int = 6,
+                 caps: Sequence[int | None] | None = None):
         self.size = len(requirements)
+        if caps is not None and len(caps) != self.size:
+            raise ValueError(f"{len(caps)} word caps given for {self.size} rules")
         always = []
+        capped = []
         full: dict[int, int] = {}
         postings: tuple[dict, dict, dict] = ({}, {}, {})  # prefix keys, keys, words
         early: dict[str, dict[tuple[int, int], int]] = {}  # word: {(rule, within): bits}
@@ -128,7 +135,10 @@ class LiteralIndex:
         for i, conds in enumerate(requirements):
             kept = [c for c in (conds or ()) if any(c) and not any("" in part for part in c)]
             if not kept:
-                always.append(i)
+                if caps is not None and caps[i] is not None:
+                    capped.append((i, caps[i]))
+                else:
+                    always.append(i)
                 continue
             full[i] = (1 << len(kept)) - 1
             for bit, (prefixes, anywhere, words, first) in enumerate(kept):
@@ -154,12 +164,19 @@ class LiteralIndex:
         self._find = re.compile(f"(?=({_trie_pattern(keys)}))").findall if keys else None
         self._starts = re.compile(_trie_pattern(starts)).match if starts else None
         self._always = tuple(always)
+        self._capped = tuple(capped)
+        #: the rules with no condition: a candidate for every text (within its word cap)
+        self.unconditional = frozenset(always) | frozenset(i for i, _ in capped)
         self._full = full
 
-    def candidates(self, text: str, words=None) -> list[int]:
+    def candidates(self, text: str, words=None, count: int | None = None) -> list[int]:
         """Indices of the rules that may match ``text``, ascending.
 
-        ``words``: the text's whole words in order (:func:`words_of`), when already known.
+        ``words``: the text's whole words in order (:func:`words_of`), when
+        already known; ``count``: how many words the walk counts in it (its
+        tokens, :func:`~cleo_rules.text.word_pattern`), when known. A rule with
+        no condition and a word cap (``caps``) is a candidate only for a text
+        of at most that many words.
         """
         if words is None:
             words = words_of(text)
@@ -194,6 +211,10 @@ class LiteralIndex:
         out = [rule for rule, bits in marks.items() if bits == full[rule]]
         if self._always:
             out.extend(self._always)
+        if self._capped:
+            if count is None:
+                count = len(word_pattern(text).findall(text))
+            out.extend(rule for rule, cap in self._capped if count <= cap)
         if len(out) > 1:
             out.sort()
         return out

@@ -94,3 +94,28 @@ def test_bundled_rules_mostly_skip_the_search_on_substantive_messages():
     searched = sum(sum(1 for c in matcher._index.candidates(normalize(m)) if c < matcher._ref_start)
                    for m in messages)
     assert searched <= len(messages), searched
+
+
+@settings(max_examples=300, deadline=None)
+@given(requirements.flatmap(lambda reqs: st.tuples(st.just(reqs), st.lists(st.one_of(st.none(), st.integers(0, 6)),
+                                                                          min_size=len(reqs), max_size=len(reqs)))),
+       st.text(alphabet=ALPHABET, max_size=40))
+def test_a_word_cap_leaves_out_only_a_rule_with_no_condition_and_only_for_a_longer_text(drawn, text):
+    reqs, caps = drawn
+    count = len(word_pattern(text).findall(text))
+    expected = [i for i in brute(reqs, text) if reqs[i] or caps[i] is None or count <= caps[i]]
+    index = LiteralIndex(reqs, key_length=100, caps=caps)
+    assert index.candidates(text) == expected
+    assert index.candidates(text, count=count) == expected  # the walk's own count, when given, is the one used
+    assert index.unconditional == frozenset(i for i, conds in enumerate(reqs) if not conds)
+
+
+def test_a_rule_with_no_required_words_is_named_for_short_messages_alone():
+    matcher = load_pack().matcher
+    searched = [r for lane in matcher.lanes for r in lane.patterns]
+    capped = {i: matcher.word_caps[i] for i in matcher.unconditional if i < len(searched)}
+    assert capped and all(cap is not None for cap in capped.values())  # the bundled pack's has a cap
+    for i, cap in capped.items():
+        short = normalize(" ".join(["thai"] * cap))
+        long = normalize(" ".join(["thai"] * (cap + 1)))
+        assert i in matcher._index.candidates(short) and i not in matcher._index.candidates(long)
