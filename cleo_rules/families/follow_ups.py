@@ -20,6 +20,9 @@ from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import WORD, normalize, original_span
 from .patterns import PatternFamily, PatternLane, PatternRule, no_match, short_of_follow_up
 
+#: Words that make a description definite: a rare word after one is read as a noun.
+_DEFINITE = frozenset({"the", "this", "that", "these", "those"})
+
 __all__ = ["FOLLOW_UPS", "FollowUpLane", "FollowUps", "topic_bound", "topic_note", "topic_ok"]
 
 _TOPIC_NOTE = re.compile(r"(?P<outside>\d+) topic word\(s\) outside the match.*?(?:, (?P<before>\d+) before it)?$")
@@ -170,13 +173,16 @@ class FollowUpLane(PatternLane):
         postcode", "the turnstiles") is read as a noun too, since rare words
         are mostly nouns, but only when the description is the whole of the
         message's topic (no topic word outside the match: "what is the
-        postcode?", not "why are the amplifiers important?"), and not a word
-        formed as a verb's past or an adverb ("the relocated").
+        postcode?", not "why are the amplifiers important?"), not a word
+        formed as a verb's past or an adverb ("the relocated"), and only in a
+        definite description (the match holds "the", "this", "that", "these"
+        or "those"): a bare word ("hahaha", "Thai food") gets no such reading.
         """
         last = None
+        definite = False
         for last in WORD.finditer(m.group()):
-            pass
-        if last is None or last.end() != len(m.group()):
+            definite = definite or last.group() in _DEFINITE
+        if last is None or last.end() != len(m.group()) or not definite:
             return False
         word = last.group()
         if len(word) < 3 or not word.isalpha() or word.endswith(("ed", "ly")) or word in self._known():
