@@ -1,4 +1,4 @@
-"""The pack on whole conversations written by others: CANARD and GECOR-CamRest676.
+"""The pack on whole conversations written by others: CANARD, GECOR-CamRest676 and TREC CAsT 2021-22.
 
 Reads ``../shared/eval/dialogue/`` (each user turn with the conversation before
 it, role-tagged, the human rewrite and the answer that followed; labels derived
@@ -40,10 +40,16 @@ an excerpt of the last reply; searched as typed), which shows where the gap
 to the rewrite is. A PNG chart of answer-recall@5 by mode goes to
 ``out/eval_dialogue.png``.
 
+``cast_replies`` is TREC CAsT 2021 and 2022 read as such conversations
+(``../shared/eval/cast_turns.jsonl``; see :func:`cast_replies`): the one set
+whose assistant turns are long passages. It has no rewrite-word split and is
+measured with ``--all-turns`` (or ``--no-embed``) only.
+
 Usage::
 
-    .venv/bin/python bench/eval_dialogue.py [--pack DIR] [--dataset canard|gecor_camrest]
+    .venv/bin/python bench/eval_dialogue.py [--pack DIR] [--dataset NAME]
         [--show LABEL:KIND] [--limit N] [--no-embed] [--all-turns]
+        (--dataset canard|gecor_camrest|cast_replies, repeatable; all three by default)
 
 ``--show follow_up:substantive`` lists the context-dependent turns the pack
 searched as typed, to read what the rules miss. ``--no-embed`` prints the
@@ -72,13 +78,58 @@ from evaldata import EVAL_DIR, read_jsonl  # noqa: E402
 from cleo_rules import load_pack  # noqa: E402
 
 DIALOGUE_DIR = EVAL_DIR / "dialogue"
-DATASETS = {"canard": "canard.jsonl", "gecor_camrest": "gecor_camrest.jsonl"}
+DATASETS = {"canard": "canard.jsonl", "gecor_camrest": "gecor_camrest.jsonl",
+            "cast_replies": "../cast_turns.jsonl"}
 MODES = ("raw", "user", "roles", "append", "rewrite")
 K = 5
 
 
 def load(name: str, eval_dir: Path = DIALOGUE_DIR) -> list[dict]:
+    if name == "cast_replies":
+        return cast_replies(Path(eval_dir) / DATASETS[name])
     return list(read_jsonl(Path(eval_dir) / DATASETS[name]))
+
+
+def cast_replies(path: Path) -> list[dict]:
+    """TREC CAsT 2021 and 2022 as rows of the dialogue format: the only conversations here whose assistant turns
+    are long (the canonical response passages, tens to hundreds of words).
+
+    Each user turn of a conversation (a 2022 tree is read path by path) gets
+    the turns before it, role-tagged: every earlier user utterance and the
+    canonical response that followed it, where there is one (responses from
+    the Washington Post are omitted in the data); its ``answer`` is the
+    canonical response to it, that is the next turn's previous response, and
+    its label is ``follow_up`` when the manual rewrite differs from the raw
+    utterance (the CAsT mapping of ``bench/eval_shared.py``), ``substantive``
+    otherwise. Turns with no next response have no answer.
+    """
+    import ast
+
+    rows = [r for r in read_jsonl(path) if str(r["year"]) in ("2021", "2022")]
+
+    def before(r) -> list[str]:
+        p = r["previous_raw_utterances"]
+        return list(p if isinstance(p, list) else ast.literal_eval(p or "[]"))
+
+    by_path = {(r["topic_id"], tuple(before(r)) + (r["raw_utterance"],)): r for r in rows}
+    out = []
+    for r in rows:
+        path = before(r) + [r["raw_utterance"]]
+        turns = []
+        for j, said in enumerate(path[:-1]):
+            turns.append({"role": "user", "content": said})
+            nxt = by_path.get((r["topic_id"], tuple(path[: j + 2])))
+            if nxt is not None and nxt.get("prev_canonical_response"):
+                turns.append({"role": "assistant", "content": nxt["prev_canonical_response"]})
+        child = next((c for (topic, p), c in by_path.items()
+                      if topic == r["topic_id"] and len(p) == len(path) + 1 and list(p[:-1]) == path), None)
+        answer = child.get("prev_canonical_response") if child is not None else None
+        last = next((t["content"] for t in reversed(turns) if t["role"] == "assistant"), None)
+        out.append({"dataset": "cast_replies", "conv_id": f"{r['year']}/{r['topic_id']}", "turn": r["turn_id"],
+                    "message": r["raw_utterance"], "history": path[:-1], "turns": turns, "answer": answer,
+                    "label": "follow_up" if str(r["rewrite_differs"]) == "True" else "substantive",
+                    "rewrite": r["manual_rewritten_utterance"] or r["raw_utterance"], "prev_system": last})
+    return out
 
 
 def decide(pack, rows):
@@ -410,7 +461,7 @@ def main(argv=None):
         if vectors is not None and args.all_turns:
             print_all_turns(name, all_turn_recall(rows, decisions, vectors))
             continue
-        if vectors is not None:
+        if vectors is not None and name != "cast_replies":  # its rows carry no rewrite-word split
             results[name] = quality(rows, queries(rows, decisions), vectors)
             print_quality(name, results[name])
             print_by_parts(name, rows, decisions, results[name])
