@@ -31,7 +31,10 @@ A follow-up is searched as one of the pack's templates over five parts:
               reply, at most ``reply_max_words`` words: what the follow-up
               goes on from. Left out when the referent is an option chosen from
               an offer ("the second one": the option carries the choice, the
-              others would pull the search towards them).
+              others would pull the search towards them). A reply of at least
+              ``long_reply_words`` words (a passage) restates its own subject:
+              the anchor and the topic, which name an earlier one, are left
+              out then.
 
 A conversation is **information-seeking** when its first user turn (of the
 last ``anchor_lookback``) asks a question and no turn of the assistant's has
@@ -182,6 +185,14 @@ def _last_reply(history, words: int, max_chars: int, name: str = "reply"):
     return None
 
 
+def _reply_words(history, max_chars: int) -> int:
+    """How many words the assistant's last reply has in its first ``max_chars`` characters (0: none)."""
+    for said in reversed(history):
+        if said.role == ASSISTANT:
+            return len(said.content[:max_chars].split())
+    return 0
+
+
 def _referent(matcher, message, normalized, history, recorder, candidates, seeking, given=None):
     """``(referent part, chosen from an offer)``; ``given``, a :class:`~cleo_rules.choices.NamedChoice` with the
     id of the rule that took it, is the option the message names."""
@@ -224,10 +235,14 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     if (anchor is not None and referent is not None and referent.rule is not None and not seeking
             and referent.index != anchor.index):
         anchor = None  # the option found stands for the request it answers
+    passage = (seeking and settings.long_reply_words > 0 and not chosen and "reply" in fields
+               and _reply_words(history, settings.max_scan_chars) >= settings.long_reply_words)
+    if passage:
+        anchor = None  # a passage restates its own subject; the anchor asked about an earlier one
     if anchor is not None:
         parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
                           (0, len(anchor.content)), None))
-    if seeking and "topic" in fields:
+    if seeking and "topic" in fields and not passage:
         topic = _topic(matcher.referents, history, settings,
                        " ".join([referent.text if referent else "", normalized]))
         if topic is not None and referent is not None and referent.rule and _PERSON.search(normalized):

@@ -74,6 +74,32 @@ def test_the_reply_part_is_capped_at_reply_max_words(pack_copy):
     assert "reply" not in [p.name for p in load_pack(pack_copy.dir).classify("Tell me more.", QUOTES).parts]
 
 
+PASSAGE = ("Heat pumps move heat rather than make it: a ground source heat pump draws warmth from pipes buried in "
+           "the garden, where the soil stays near ten degrees all year, and a compressor raises it to the temperature "
+           "the radiators need. For every unit of electricity it uses it delivers three to four units of heat, which "
+           "is why running costs can fall below those of a gas boiler once the system is sized for the house.")
+
+
+def test_a_passage_restates_its_subject_so_the_anchor_is_left_out(pack_copy):
+    history = ["How do heat pumps work?", {"role": "assistant", "content": PASSAGE}]
+    assert len(PASSAGE.split()) >= PACK.settings.long_reply_words > 0
+    d = PACK.classify("What makes it so efficient?", history)
+    assert d.kind == "follow_up" and [p.name for p in d.parts if p.name in ("anchor", "topic")] == []
+    assert [p.name for p in d.parts][-2:] == ["message", "reply"]
+    short = ["How do heat pumps work?", {"role": "assistant", "content": " ".join(PASSAGE.split()[:40])}]
+    assert "anchor" in [p.name for p in PACK.classify("What makes it so efficient?", short).parts]
+    pack_copy.replace("pack.yaml", "long_reply_words: 60", "long_reply_words: 0")
+    kept = load_pack(pack_copy.dir).classify("What makes it so efficient?", history)
+    assert [p.name for p in kept.parts][0] == "anchor"
+
+
+def test_a_passage_does_not_drop_the_subject_of_a_task_conversation():
+    history = ["I need a heat pump fitter for next week.", {"role": "assistant", "content": PASSAGE + " Shall I book one?"}]
+    d = PACK.classify("What makes it so efficient?", history)
+    assert d.kind == "follow_up" and "reply" not in [p.name for p in d.parts]
+    assert d.anchor == history[0] and d.parts[0].name == "anchor"
+
+
 LOVELACE = ["What was the Analytical Engine?",
             {"role": "assistant", "content": "A mechanical computer designed by Charles Babbage in 1837."},
             "Was it built?",

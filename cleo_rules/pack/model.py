@@ -58,6 +58,7 @@ class PackSettings:
     combine_resolved: str = "{anchor}\n{topic}\n{referent}\n{message}\n{reply}"
     reply_words: int = 20
     reply_max_words: int = 150
+    long_reply_words: int = 60
     combine_correction: str = "{anchor}\n{referent}\n{message}"
     max_referent_words: int = 12
     antecedent_reach: int = 6
