@@ -168,29 +168,29 @@ def _named_in(finder, name: str, text: str) -> bool:
     return bool(key) and key in _key(text, finder.function_words)
 
 
-def _last_reply(history, words: int, max_chars: int, name: str = "reply"):
-    """The leading ``words`` words of the assistant's last reply that says anything in its first ``max_chars``
-    characters (no reply is read further), as the part ``name``."""
-    for said in reversed(history):
-        if said.role != ASSISTANT:
-            continue
-        text = said.content[:max_chars]
-        if text and not text.isspace():
-            kept = text.split()[:words]  # not empty: the text is not all white space
-            start = text.index(kept[0])
-            end = start
-            for word in kept:
-                end = text.index(word, end) + len(word)
-            return Part(name, " ".join(kept), ASSISTANT, said.turn, said.index, (start, end), None)
-    return None
-
-
-def _reply_words(history, max_chars: int) -> int:
-    """How many words the assistant's last reply has in its first ``max_chars`` characters (0: none)."""
+def _replied(history, max_chars: int):
+    """``(said, text)``: the assistant's last reply that says anything in its first ``max_chars`` characters, and
+    those characters (no reply is read further); ``(None, "")`` when there is none."""
     for said in reversed(history):
         if said.role == ASSISTANT:
-            return len(said.content[:max_chars].split())
-    return 0
+            text = said.content[:max_chars]
+            if text and not text.isspace():
+                return said, text
+    return None, ""
+
+
+def _last_reply(history, words: int, max_chars: int, name: str = "reply"):
+    """The leading ``words`` words of the assistant's last reply that says anything (:func:`_replied`), as the
+    part ``name``."""
+    said, text = _replied(history, max_chars)
+    if said is None:
+        return None
+    kept = text.split()[:words]  # not empty: the text is not all white space
+    start = text.index(kept[0])
+    end = start
+    for word in kept:
+        end = text.index(word, end) + len(word)
+    return Part(name, " ".join(kept), ASSISTANT, said.turn, said.index, (start, end), None)
 
 
 def _referent(matcher, message, normalized, history, recorder, candidates, seeking, given=None):
@@ -235,8 +235,9 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     if (anchor is not None and referent is not None and referent.rule is not None and not seeking
             and referent.index != anchor.index):
         anchor = None  # the option found stands for the request it answers
+    # the reply the query would carry (_last_reply reads the same one) is a passage
     passage = (seeking and settings.long_reply_words > 0 and not chosen and "reply" in fields
-               and _reply_words(history, settings.max_scan_chars) >= settings.long_reply_words)
+               and len(_replied(history, settings.max_scan_chars)[1].split()) >= settings.long_reply_words)
     if passage:
         anchor = None  # a passage restates its own subject; the anchor asked about an earlier one
     if anchor is not None:

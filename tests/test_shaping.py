@@ -93,6 +93,13 @@ def test_a_passage_restates_its_subject_so_the_anchor_is_left_out(pack_copy):
     assert [p.name for p in kept.parts][0] == "anchor"
 
 
+def test_the_passage_measured_is_the_reply_the_query_carries():
+    # an empty last assistant turn is passed over by both: the reply part and the passage are the turn before it
+    history = ["How do heat pumps work?", {"role": "assistant", "content": PASSAGE}, {"role": "assistant", "content": " "}]
+    d = PACK.classify("What makes it so efficient?", history)
+    assert [p.name for p in d.parts] == ["message", "reply"] and d.parts[1].index == 1
+
+
 def test_a_passage_does_not_drop_the_subject_of_a_task_conversation():
     history = ["I need a heat pump fitter for next week.", {"role": "assistant", "content": PASSAGE + " Shall I book one?"}]
     d = PACK.classify("What makes it so efficient?", history)
