@@ -112,6 +112,9 @@ def cast_replies(path: Path) -> list[dict]:
         return list(p if isinstance(p, list) else ast.literal_eval(p or "[]"))
 
     by_path = {(r["topic_id"], tuple(before(r)) + (r["raw_utterance"],)): r for r in rows}
+    first_child: dict[tuple, dict] = {}  # a turn's path -> the first turn in the file that follows it
+    for (topic, p), c in by_path.items():
+        first_child.setdefault((topic, p[:-1]), c)
     out = []
     for r in rows:
         path = before(r) + [r["raw_utterance"]]
@@ -121,8 +124,7 @@ def cast_replies(path: Path) -> list[dict]:
             nxt = by_path.get((r["topic_id"], tuple(path[: j + 2])))
             if nxt is not None and nxt.get("prev_canonical_response"):
                 turns.append({"role": "assistant", "content": nxt["prev_canonical_response"]})
-        child = next((c for (topic, p), c in by_path.items()
-                      if topic == r["topic_id"] and len(p) == len(path) + 1 and list(p[:-1]) == path), None)
+        child = first_child.get((r["topic_id"], tuple(path)))
         answer = child.get("prev_canonical_response") if child is not None else None
         last = next((t["content"] for t in reversed(turns) if t["role"] == "assistant"), None)
         out.append({"dataset": "cast_replies", "conv_id": f"{r['year']}/{r['topic_id']}", "turn": r["turn_id"],

@@ -20,10 +20,10 @@ from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import WORD, normalize, original_span
 from .patterns import PatternFamily, PatternLane, PatternRule, no_match, short_of_follow_up
 
+__all__ = ["FOLLOW_UPS", "FollowUpLane", "FollowUps", "topic_bound", "topic_note", "topic_ok"]
+
 #: Words that make a description definite: a rare word after one is read as a noun.
 _DEFINITE = frozenset({"the", "this", "that", "these", "those"})
-
-__all__ = ["FOLLOW_UPS", "FollowUpLane", "FollowUps", "topic_bound", "topic_note", "topic_ok"]
 
 _TOPIC_NOTE = re.compile(r"(?P<outside>\d+) topic word\(s\) outside the match.*?(?:, (?P<before>\d+) before it)?$")
 

@@ -114,8 +114,8 @@ class LiteralIndex:
     once; a rule is a candidate when each of its conditions is met.
     """
 
-    __slots__ = ("size", "unconditional", "_always", "_capped", "_full", "_find", "_starts", "_implied", "_implied_prefix", "_words",
-                 "_early", "_early_depth")
+    __slots__ = ("size", "unconditional", "_always", "_capped", "_full", "_find", "_starts", "_implied",
+                 "_implied_prefix", "_words", "_early", "_early_depth")
 
     def __init__(self, requirements: Sequence[Sequence[tuple] | None], *, key_length: int = 6,
                  caps: Sequence[int | None] | None = None):
