@@ -15,7 +15,11 @@ takes the message as a choice when
   share), and
 * every other word of the message is in the pack's vocabulary (nods, choice
   words, filler, "please"), but for at most one word right after the option's
-  ("the Wednesday slot").
+  ("the Wednesday slot"); or the message opens by acting on what it names (a
+  verb of deciding or ordering after at most a nod: "go with", "book", "put",
+  "order", "take", "reserve", "use"), when it may say why or for whom in up
+  to :data:`ACTING_WORDS` words ("Go with Hadley, their excess is lower.",
+  "Put the blue one aside for the customer who rang.").
 
 The matcher then decides a follow-up by the pack's choice vocabulary set (the
 set whose role is ``choice``; a pack without one has no named choices), whose
@@ -37,6 +41,12 @@ __all__ = ["NamedChoice", "named_choice"]
 _LIST = re.compile(r"(?:[^,.;:?!\n]{1,60}, ){1,7}[^,.;:?!\n]{1,60},? (?:or|and) [^,.;:?!\n]{1,60}")
 _ITEM_SPLIT = re.compile(r",? (?:or|and) |, ")
 _WORD = re.compile(r"\w+")
+#: The most words a message that opens by acting on the option it names may have.
+ACTING_WORDS = 20
+#: A message that opens by acting on an option: a verb of deciding, booking or ordering, after at most a nod.
+_ACTING = re.compile(r"^(?:(?:ok|okay|right|fine|great|yes|yeah|sure|perfect|then|so|and)\W+)*(?:(?:let's|lets|we'll|i'll|"
+                     r"we will|i will|we should|please|just)\s+)?(?:go with|go for|stick with|take|book|order|put|use|"
+                     r"pick|choose|reserve|hold|keep|set aside|confirm|accept|buy)\b")
 #: Words that open a question.
 _ASKING = frozenset({"what", "who", "whom", "whose", "which", "when", "where", "why", "how", "is", "are", "was",
                      "were", "does", "do", "did", "has", "have", "had", "can", "could", "would", "will", "should"})
@@ -84,7 +94,9 @@ def _offer(matcher, history):
 
 def named_choice(matcher, normalized: str, tokens, history) -> NamedChoice | None:
     """The option of the last offer that the message (``normalized``, its ``tokens``) picks by name, or None."""
-    if not history or len(tokens) > matcher.settings.max_follow_up_words or "?" in normalized:
+    acting = _ACTING.match(normalized) is not None
+    if not history or len(tokens) > (ACTING_WORDS if acting else matcher.settings.max_follow_up_words) \
+            or "?" in normalized:
         return None  # a question about an option ("who was X?") asks about it: it does not pick it
     if tokens and tokens[0] in _ASKING:
         return None  # the same, typed without its question mark
@@ -111,7 +123,7 @@ def named_choice(matcher, normalized: str, tokens, history) -> NamedChoice | Non
     after = end  # one word right after the option's may be its head noun ("the Wednesday slot")
     _, covered, _ = matcher.context.vocabulary.cover(rest) if rest else (None, [], None)
     uncovered = [i for i, c in zip([i for i in range(len(tokens)) if not first <= i < end], covered) if not c]
-    if uncovered and uncovered != [after]:
+    if uncovered and uncovered != [after] and not acting:
         return None
     start, text = options[index]
     return NamedChoice(text, said, (start, start + len(text)), (first, end))

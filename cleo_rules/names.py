@@ -17,7 +17,8 @@ A capitalised word that starts a sentence names something only when it is not
 a common English word (the pack's lexicon set ``common``, built from wordfreq):
 "Generally" and "Injuries" do not, "Potclays" does. Function words that only
 look like names ("I", "I'm") never do, nor does a run of numbers spelled out
-("Twenty would mean ...", "Forty-Two"): it counts or orders. Numbers with a unit and quoted titles
+("Twenty would mean ...", "Forty-Two"): it counts or orders. A lone capitalised word opening a sentence right before an object
+("Remind me", "Forward those", "Pencil the ...") is the verb of a request. Numbers with a unit and quoted titles
 are read by the referent finder, not here. A text typed in capitals
 throughout ("WHEN DID THE BAND FORM?") shows no capitalisation to read: only
 the lexicon's proper nouns name something there.
@@ -105,6 +106,10 @@ def _inflected(word: str, dictionary) -> bool:
     return False
 
 
+#: What follows a verb that opens a request ("Remind me", "Forward those", "Pencil the Careys in"): a word alone
+#: at the start of a sentence right before one of these is read as that verb, not a name ("Elbow played" stays one).
+_IMPERATIVE_OBJECT = re.compile(r"[ \t]+(?:me|us|him|them|it|that|those|these|this|the|a|an|another|our|my|your|"
+                                r"their|his|its|some|all|both|each|every|any)\b")
 _LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z][a-z]+(?![\w'\u2019-])")
 _CAPS_WORD = re.compile(r"[A-Z]{2,}")
 
@@ -172,6 +177,8 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
             continue  # "Twenty would mean ...", "Forty-Two": a count, not a name
         if len(words) == 1 and initial and _inflected(_bare(words[0].lower().rstrip(".")), dictionary or common):
             continue
+        if len(words) == 1 and initial and start == m.start() and _IMPERATIVE_OBJECT.match(text, m.end()):
+            continue  # "Remind me ...", "Forward those ...": a verb opening a request, not a name
         joined = " ".join(words)
         end = start + len(joined) if text.startswith(joined, start) else m.end()
         if not text.startswith(words[0], start, end):

@@ -197,7 +197,8 @@ class FollowUpLane(PatternLane):
         return known
 
     def _antecedent(self, rule, m, history, recorder) -> bool:
-        """Whether a recent turn mentions what the match's head names ("the band" after "... the band ...").
+        """Whether a recent turn mentions what the match's head names ("the band" after "... the band ..."); for a
+        rule with no ``head_in``, whether a recent turn of the assistant's says anything.
 
         A definite description points back only at something already
         mentioned ("the band" after "... the band ...") or at a part of a thing
@@ -207,8 +208,16 @@ class FollowUpLane(PatternLane):
         and assistant, are read; the head matches in the singular or the
         plural.
         """
+        recent = (history or ())[-self.settings.antecedent_reach:]
+        if rule.head_in is None:
+            # no head to look for: what the match points at is in the assistant's recent replies
+            if any(said.role == ASSISTANT and said.content[: self.settings.max_scan_chars].strip() for said in recent):
+                return True
+            return self._refuse(recorder, rule, "no recent turn of the assistant's says anything it could point at"
+                                if history else "there is no conversation before it", "requires_antecedent",
+                                "no_antecedent")
         words = WORD.findall(m.group())
-        nouns = self.lexicon.get(rule.head_in, frozenset()) if rule.head_in else frozenset()
+        nouns = self.lexicon.get(rule.head_in, frozenset())
         heads = [w for w in words[1:] if w in nouns] or words[-1:]  # "the band tour": band, or tour
         head = heads[-1] if heads else ""
         forms = set()
@@ -216,7 +225,6 @@ class FollowUpLane(PatternLane):
             forms |= {h, h + "s", h + "es", h.removesuffix("s"), h.removesuffix("es"),
                       h[:-1] + "ies" if h.endswith("y") else h, h[:-3] + "y" if h.endswith("ies") else h}
         forms.discard("")
-        recent = (history or ())[-self.settings.antecedent_reach:]
         for said in recent:  # each read as far as a message is
             if forms & set(WORD.findall(normalize(said.content[: self.settings.max_scan_chars]))):
                 return True
