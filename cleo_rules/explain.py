@@ -40,7 +40,8 @@ REASONS = {
     "no_match": "the prefilter's words are in the message, but the pattern does not match it",
     "word_cap": "the pattern matches, but the message has more words than the rule takes (setting: max_words, "
                 "or the pack's max_follow_up_words)",
-    "guard": "the pattern matches, but a guard refuses it (setting: head_in, unless_name or unless_name_before)",
+    "guard": "the pattern matches, but a guard refuses it (setting: head_in, unless_name or unless_name_before; "
+             "for a correction, after_assistant or names_reply)",
     "no_antecedent": "the pattern matches, but no recent turn mentions what it names (setting: "
                      "requires_antecedent)",
     "topic_words": "the pattern matches, but the topic words around the match are outside a bound (setting: "

@@ -24,6 +24,10 @@ __all__ = ["PatternFamily", "PatternLane", "PatternRule", "build_pattern", "list
 class PatternRule:
     """A correction or follow-up pattern (``kind``), with its bounds and guards.
 
+    ``after_assistant`` and ``names_reply`` are a correction's guards (:mod:`.corrections`): the last turn is the
+    assistant's; and, beside it, every word of the match's first group (the whole match without one) is in that
+    reply.
+
     ``file`` and ``line`` name where it is defined, ``pointer`` its place in
     that file's document (``/rules/2``).
     """
@@ -49,6 +53,8 @@ class PatternRule:
     after_vocabulary: bool = False
     requires_antecedent: bool = False
     pointer: str = ""
+    after_assistant: bool = False
+    names_reply: bool = False
 
     @property
     def guarded(self) -> bool:
@@ -132,7 +138,8 @@ class PatternFamily(Family):
             max_words=item.get("max_words"), unless_name_before=bool(item.get("unless_name_before")),
             unless_name=bool(item.get("unless_name")), head_in=item.get("head_in"),
             after_vocabulary=bool(item.get("after_vocabulary")),
-            requires_antecedent=bool(item.get("requires_antecedent")), pointer=at.pointer)
+            requires_antecedent=bool(item.get("requires_antecedent")), pointer=at.pointer,
+            after_assistant=bool(item.get("after_assistant")), names_reply=bool(item.get("names_reply")))
         if rule.head_in is not None:  # a lexicon set, checked once every file is read
             at.build.notes.setdefault("head_in", []).append((at.src, at.at("head_in"), at.id, rule.head_in))
         return rule
