@@ -232,9 +232,6 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     parts: list[Part] = []
     anchor = matcher.anchor(history) if "anchor" in fields else None
-    if (anchor is not None and referent is not None and referent.rule is not None and not seeking
-            and referent.index != anchor.index):
-        anchor = None  # the option found stands for the request it answers
     # the reply the query would carry (_last_reply reads the same one) is a passage
     passage = (seeking and settings.long_reply_words > 0 and not chosen and "reply" in fields
                and len(_replied(history, settings.max_scan_chars)[1].split()) >= settings.long_reply_words)
