@@ -270,7 +270,8 @@ class ReferentFinder:
         """The options of the first sentence of ``text`` whose coordinated phrases each name a thing or hold a
         value (a time, a day, a price, a figure): "TAP at 9:10 for 140 EUR", "easyJet at 13:25 for 95 EUR";
         "8:10", "8:40". The first phrase starts at its first thing named, else at its first value (past its
-        lead-in: "There is one at"). When every phrase but the last is only its thing's name, the last is cut
+        lead-in: "There is one at") but for as many words as the last phrase has before its own ("TAP at 9:10"
+        beside "easyJet at 13:25"). When every phrase but the last is only its thing's name, the last is cut
         to its name too ("Brightwell, Marsh Lane or Tillotson for a quote")."""
         starts = [m.start for m in found]
         for sentence in coordinated(text, MAX_MENTIONS):
@@ -285,6 +286,10 @@ class ReferentFinder:
                 named.append(name)
                 spans.append((lead if not spans else a, b))
             else:
+                if named[0] is None:  # as many words before its value as the last phrase has ("TAP at 9:10")
+                    spans[0] = (_words_before(text, sentence[0][0], spans[0][0],
+                                              len(text[sentence[-1][0]:first_value(text, *sentence[-1])].split())),
+                                spans[0][1])
                 last = named[-1]
                 if last is not None and all(m is not None and m.end >= b for m, (_, b) in zip(named[:-1], spans)):
                     spans[-1] = (last.start, min(last.end, spans[-1][1]))
@@ -576,3 +581,13 @@ def _option(text: str, start: int, end: int, name: Mention | None) -> Mention:
     if name is not None:
         option.key = name.key
     return option
+
+
+def _words_before(text: str, start: int, at: int, count: int) -> int:
+    """Where the ``count``-th word before ``at`` starts (not before ``start``)."""
+    for _ in range(count):
+        end = start + len(text[start:at].rstrip())
+        at = text.rfind(" ", start, end) + 1
+        if at <= start:
+            return start
+    return at
