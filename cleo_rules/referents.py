@@ -64,7 +64,7 @@ from . import timed
 from .history import ASSISTANT, Said
 from .names import names, number_word
 from .text import normalize
-from .values import bare_value, comparing, coordinated, figure, first_value
+from .values import bare_value, comparing, coordinated, figure, first_value, value_kinds
 
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
 
@@ -268,13 +268,15 @@ class ReferentFinder:
 
     def _coordinated_options(self, text: str, found: list[Mention]) -> tuple[Mention, ...]:
         """The options of the first sentence of ``text`` whose coordinated phrases each name a thing or hold a
-        value (a time, a day, a price, a figure): "TAP at 9:10 for 140 EUR", "easyJet at 13:25 for 95 EUR";
+        value (a time, a day, a price, a figure), the same kinds in each: "TAP at 9:10 for 140 EUR", "easyJet at 13:25 for 95 EUR";
         "8:10", "8:40". The first phrase starts at its first thing named, else at its first value (past its
         lead-in: "There is one at") but for as many words as the last phrase has before its own ("TAP at 9:10"
         beside "easyJet at 13:25"). When every phrase but the last is only its thing's name, the last is cut
         to its name too ("Brightwell, Marsh Lane or Tillotson for a quote")."""
         starts = [m.start for m in found]
         for sentence in coordinated(text, MAX_MENTIONS):
+            if len({value_kinds(text, a, b) for a, b in sentence}) > 1:
+                continue  # "bricks at 0.98 each and delivery Wednesday": phrases of different makes, no offer
             named: list[Mention | None] = []
             spans = []
             for a, b in sentence:

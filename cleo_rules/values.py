@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CURRENCY_CODES", "UNITS", "bare_value", "coordinated", "figure", "first_value"]
+__all__ = ["CURRENCY_CODES", "UNITS", "bare_value", "coordinated", "figure", "first_value", "value_kinds"]
 
 #: Currency codes and words (lower case): a figure's unit, never a thing.
 CURRENCY_CODES = frozenset({
@@ -49,7 +49,7 @@ _BARE_WORDS = CURRENCY_CODES | UNITS | DATES
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+")
 #: Where one coordinated phrase ends and the next begins.
-_JOINT = re.compile(r",\s+|;\s*|\s+(?:and|or)\s+(?:the\s+)?", re.I)
+_JOINT = re.compile(r",?\s+(?:and|or)\s+(?:the\s+)?|,\s+|;\s*", re.I)
 #: Where a sentence ends: end punctuation before a space, or a new line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _TIME = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm)\b|\b(\d{1,2})[:.](\d{2})\b", re.I)
@@ -105,6 +105,13 @@ def _strip(text: str, a: int, b: int) -> tuple[int, int]:
     while b > a and text[b - 1] in " \t.!?,;:\"'":
         b -= 1
     return a, b
+
+
+def value_kinds(text: str, start: int = 0, end: int | None = None) -> frozenset[str]:
+    """Which kinds of value ``text[start:end]`` holds: ``time``, ``price``, ``day``, ``number``."""
+    end = len(text) if end is None else end
+    return frozenset(kind for kind, pattern in (("time", _TIME), ("price", _MONEY), ("day", _DAY), ("number", _NUMBER))
+                     if pattern.search(text, start, end) is not None)
 
 
 def first_value(text: str, start: int = 0, end: int | None = None) -> int | None:
