@@ -191,6 +191,11 @@ class ReferentFinder:
         """The pack's function words (lower case): words that name nothing."""
         return self._function
 
+    @property
+    def time_words(self) -> frozenset[str]:
+        """The pack's ``time_words`` (lower case): names that only fix a time."""
+        return self._time
+
     def names(self, text: str) -> tuple:
         """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
         if len(text) > CACHE_CHARS:

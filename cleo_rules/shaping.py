@@ -238,8 +238,15 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     if passage:
         anchor = None  # a passage restates its own subject; the anchor asked about an earlier one
     if anchor is not None:
-        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
-                          (0, len(anchor.content)), None))
+        qualified = (referent is not None and referent.rule is not None and not seeking
+                     and referent.index != anchor.index)
+        if not qualified:
+            parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                              (0, len(anchor.content)), None))
+        else:  # an option found in the reply qualifies what the anchor names; its request words are left out
+            part = _subject(matcher.referents, anchor, settings.max_scan_chars, referent.text)
+            if part is not None:
+                parts.append(part)
     if seeking and "topic" in fields and not passage:
         topic = _topic(matcher.referents, history, settings,
                        " ".join([referent.text if referent else "", normalized]))
@@ -269,6 +276,21 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     query = render(template, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
+
+
+def _subject(finder, anchor, max_chars: int, referent: str) -> Part | None:
+    """The part of a task conversation's anchor that says what the user asked about, beside an option found in
+    the reply: the things it names ("Show me flights to Lisbon on Monday": "Lisbon on Monday"), not its request
+    words, which would pull the search towards every reply to the request; None when it names nothing the
+    ``referent`` does not name already."""
+    from .values import bare_value
+
+    found = [n for n in finder.names(anchor.content[:max_chars])
+             if not bare_value(n.text, finder.time_words) and not _named_in(finder, n.text, referent)]
+    if not found:
+        return None
+    return Part("anchor", " ".join(n.text for n in found), anchor.role, anchor.turn, anchor.index,
+                (found[0].start, found[-1].end), None)
 
 
 def _names_any(text: str, names) -> bool:
