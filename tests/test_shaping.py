@@ -52,8 +52,9 @@ def test_in_a_task_conversation_the_referent_qualifies_the_subject_and_no_reply_
 
     assert not information_seeking(read_history(TASK), PACK.settings)  # the assistant asked
     d = PACK.classify("Yes, the second one.", TASK)
-    assert d.kind == "follow_up" and d.query == "A local one, please.\nLeeds Drains\nYes, the second one."
-    assert [p.name for p in d.parts] == ["anchor", "referent", "message"]
+    # the anchor ("A local one, please.") names nothing: only its request words, which are left out
+    assert d.kind == "follow_up" and d.query == "Leeds Drains\nYes, the second one."
+    assert [p.name for p in d.parts] == ["referent", "message"]
 
 
 def test_an_unresolved_follow_up_in_a_task_conversation_carries_the_replys_opening_words():
@@ -156,9 +157,9 @@ def test_a_referent_found_in_the_anchor_itself_keeps_the_anchor_in_a_task_conver
     assert d.kind == "follow_up" and [p.name for p in d.parts] == ["anchor", "referent", "message"]
     anchor, ref, _ = d.parts
     assert anchor.text == SURVEY[0] and (ref.source, ref.index, ref.text) == ("user", 0, "Harrogate")
-    # one the assistant offered qualifies the request too (test above)
+    # one the assistant offered qualifies what the request names (test above)
     d = PACK.classify("Yes, the second one.", TASK)
-    assert [p.name for p in d.parts] == ["anchor", "referent", "message"]
+    assert [p.name for p in d.parts] == ["referent", "message"]
 
 
 @given(st.sampled_from(["Yes, the second one.", "Tell me more.", "What is its excess?", "Go on."]),
@@ -337,3 +338,27 @@ def test_explain_says_why_a_named_option_is_a_choice():
     notes = [a.note for a in ex.attempts if a.stage == "referent" and a.rule == "vocab.choice" and a.fired]
     assert len(notes) == 1 and "names an option of the last offer" in notes[0] and "Brightline Commercial" in notes[0]
     assert ex.decision == PACK.classify("Brightline, please.", OFFER)
+
+
+# -- corrections of an offered value ---------------------------------------------------------------------
+
+TRAIN = ["Book me a train to York on Friday", {"role": "assistant", "content": "There is one at 8:10 or 8:40."}]
+
+
+def test_a_correction_naming_an_offered_time_searches_the_subject_and_never_the_rejected_time():
+    from cleo_rules.history import read_history
+    from cleo_rules.shaping import shape_correction
+    from cleo_rules.text import normalize
+
+    message = "not that one, the 8:40"
+    query, parts, _ = shape_correction(PACK.matcher, message, normalize(message), read_history(TRAIN))
+    assert query == f"{TRAIN[0]}\n{message}" and "8:10" not in query
+
+
+def test_a_follow_up_never_carries_an_option_the_message_turns_down():
+    flights = ["Show me flights to Lisbon on Monday",
+               {"role": "assistant", "content": "TAP at 9:10 for 140 EUR and easyJet at 13:25 for 95 EUR."}]
+    for message, history, refused in [("Not TAP, what else?", flights, "TAP at"), ("ok, not the 8:10", TRAIN, "8:10")]:
+        d = PACK.classify(message, history)
+        assert d.kind == "follow_up"
+        assert all(refused not in p.text for p in d.parts if p.name != "message"), d.parts
