@@ -285,7 +285,8 @@ def _subject(finder, anchor, max_chars: int, referent: str) -> Part | None:
     ``referent`` does not name already."""
     from .values import bare_value
 
-    found = [n for n in finder.names(anchor.content[:max_chars])
+    del max_chars  # the finder reads a turn as far as the pack's max_scan_chars
+    found = [n for n in finder.mentions(anchor)
              if not bare_value(n.text, finder.time_words) and not _named_in(finder, n.text, referent)]
     if not found:
         return None
