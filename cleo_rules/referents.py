@@ -64,6 +64,7 @@ from . import timed
 from .history import ASSISTANT, Said
 from .names import names, number_word
 from .text import normalize
+from .values import bare_value, comparing, coordinated, figure, first_value, value_kinds
 
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
 
@@ -86,7 +87,6 @@ DEFAULT_MAX_CHARS = 4000
 # a list item's marker at the start of a line, and the spaces or tabs after it
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+")
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{2,60})[\"\u201d]")
-_NUMBER = re.compile(r"(?<![\w.])(?:[£$€¥]\s?)?\d[\d,]*(?:\.\d+)?(?![\w])")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3,
              "fifth": 4, "5th": 4, "sixth": 5, "6th": 5, "last": -1, "latter": -1, "final": -1}
@@ -191,6 +191,11 @@ class ReferentFinder:
         """The pack's function words (lower case): words that name nothing."""
         return self._function
 
+    @property
+    def time_words(self) -> frozenset[str]:
+        """The pack's ``time_words`` (lower case): names that only fix a time."""
+        return self._time
+
     def names(self, text: str) -> tuple:
         """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
         if len(text) > CACHE_CHARS:
@@ -229,8 +234,8 @@ class ReferentFinder:
             key = _key(n.text)
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
                 continue
-            if self._modifier(text, n):
-                continue
+            if self._modifier(text, n) or bare_value(n.text, self._time):
+                continue  # "Italian food" qualifies a noun; "EUR", "9:10", "Friday" name no thing
             found.append(Mention(n.text, n.start, n.end, subject=n.initial))
             if len(found) == MAX_MENTIONS:
                 break  # names come in order: no later one is among the first MAX_MENTIONS things named
@@ -257,12 +262,46 @@ class ReferentFinder:
         if len(items) >= 2:
             options = tuple(Mention(_clip(item), start, start + len(_clip(item))) for start, item in items)
         else:
-            distinct: list[Mention] = []
-            for m in found:
-                if not any(_same(m, o) for o in distinct):
-                    distinct.append(m)
-            options = tuple(distinct)
+            options = self._coordinated_options(text, found) if reply else ()
+            if len(options) < 2:
+                distinct: list[Mention] = []
+                for m in found:
+                    if not any(_same(m, o) for o in distinct):
+                        distinct.append(m)
+                options = tuple(distinct)
         return _Reading(tuple(found), options)
+
+    def _coordinated_options(self, text: str, found: list[Mention]) -> tuple[Mention, ...]:
+        """The options of the first sentence of ``text`` whose coordinated phrases each name a thing or hold a
+        value (a time, a day, a price, a figure), the same kinds in each: "TAP at 9:10 for 140 EUR", "easyJet at 13:25 for 95 EUR";
+        "8:10", "8:40". The first phrase starts at its first thing named, else at its first value (past its
+        lead-in: "There is one at") but for as many words as the last phrase has before its own ("TAP at 9:10"
+        beside "easyJet at 13:25"). When every phrase but the last is only its thing's name, the last is cut
+        to its name too ("Brightwell, Marsh Lane or Tillotson for a quote")."""
+        starts = [m.start for m in found]
+        for sentence in coordinated(text, MAX_MENTIONS):
+            if len({value_kinds(text, a, b) for a, b in sentence}) > 1:
+                continue  # "bricks at 0.98 each and delivery Wednesday": phrases of different makes, no offer
+            named: list[Mention | None] = []
+            spans = []
+            for a, b in sentence:
+                at = bisect.bisect_left(starts, a)
+                name = found[at] if at < len(found) and found[at].start < b else None
+                lead = name.start if name is not None else first_value(text, a, b)
+                if lead is None:
+                    break
+                named.append(name)
+                spans.append((lead if not spans else a, b))
+            else:
+                if named[0] is None:  # as many words before its value as the last phrase has ("TAP at 9:10")
+                    spans[0] = (_words_before(text, sentence[0][0], spans[0][0],
+                                              len(text[sentence[-1][0]:first_value(text, *sentence[-1])].split())),
+                                spans[0][1])
+                last = named[-1]
+                if last is not None and all(m is not None and m.end >= b for m, (_, b) in zip(named[:-1], spans)):
+                    spans[-1] = (last.start, min(last.end, spans[-1][1]))
+                return tuple(_option(text, a, b, m) for (a, b), m in zip(spans, named))
+        return ()
 
     def _cut_short(self, name: Mention, subject: Mention) -> bool:
         """Whether the reply's opening subject is ``name`` typed on in lower case ("Harbour noodle bar is ..."):
@@ -416,24 +455,32 @@ class ReferentFinder:
             if index is None or not -len(options) <= index < len(options):
                 return None
             chosen = options[index]
-        else:  # least, most: the option with the smallest or largest first figure after it
-            figures = []
+        else:  # least, most: the option with the smallest or largest figure of the kind compared
             text = said.content[: self.max_chars]  # the text the options were read from
-            for i, option in enumerate(options):
-                end = options[i + 1].start if i + 1 < len(options) else len(text)
-                number = _NUMBER.search(text, option.end, end) or _NUMBER.search(option.text)
-                if number is None:
-                    return None
-                digits = re.sub(r"[^\d.]", "", number.group())
-                try:
-                    figures.append(float(digits))
-                except ValueError:
-                    return None
+            kind = comparing(match.group())
+            figures = self._figures(text, options, kind)
+            if figures is None and kind != "number":
+                figures = self._figures(text, options, "number")
+            if figures is None:
+                return None
             best = (min if sel == "least" else max)(figures)
             if figures.count(best) != 1:
                 return None
             chosen = options[figures.index(best)]
         return self._referent(chosen, rule, said)
+
+    @staticmethod
+    def _figures(text: str, options, kind: str) -> list[float] | None:
+        """Each option's figure of ``kind`` (:func:`cleo_rules.values.figure`), read from the option to the next
+        one's start; None when an option has none."""
+        out = []
+        for i, option in enumerate(options):
+            end = options[i + 1].start if i + 1 < len(options) else len(text)
+            value = figure(text[option.start:max(end, option.end)], kind)
+            if value is None:
+                return None
+            out.append(value)
+        return out
 
     def offer(self, history: tuple[Said, ...], reach: int = REACH) -> tuple[Said, tuple[Mention, ...]] | None:
         """The most recent assistant turn among the last ``reach`` offering two or more options, and its options."""
@@ -494,7 +541,9 @@ class ReferentFinder:
         mention, said = best[top]
         return self._referent(mention, rule, said)
 
-    def _referent(self, mention: Mention, rule, said: Said) -> Referent:
+    def _referent(self, mention: Mention, rule, said: Said) -> Referent | None:
+        if bare_value(mention.text, self._time):
+            return None  # "8:40", "95 EUR": a value, not a thing the message can point at
         words = mention.text.split()
         text = " ".join(words[: self._max_words])
         return Referent(text, rule.id, said, (mention.start, mention.start + len(text)))
@@ -530,3 +579,22 @@ def _clip(item: str, words: int = 8) -> str:
     """A list item's leading words, up to a colon or dash that starts its details."""
     head = re.split(r"\s[-\u2013\u2014:]\s|:\s", item, maxsplit=1)[0]
     return " ".join(head.split()[:words]).rstrip(",;.")
+
+
+def _option(text: str, start: int, end: int, name: Mention | None) -> Mention:
+    """The option ``text[start:end]``, known by its thing's name (``name``, when it names one): its key is the
+    name's."""
+    option = Mention(text[start:end], start, end)
+    if name is not None:
+        option.key = name.key
+    return option
+
+
+def _words_before(text: str, start: int, at: int, count: int) -> int:
+    """Where the ``count``-th word before ``at`` starts (not before ``start``)."""
+    for _ in range(count):
+        end = start + len(text[start:at].rstrip())
+        at = text.rfind(" ", start, end) + 1
+        if at <= start:
+            return start
+    return at

@@ -232,17 +232,21 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
     parts: list[Part] = []
     anchor = matcher.anchor(history) if "anchor" in fields else None
-    if (anchor is not None and referent is not None and referent.rule is not None and not seeking
-            and referent.index != anchor.index):
-        anchor = None  # the option found stands for the request it answers
     # the reply the query would carry (_last_reply reads the same one) is a passage
     passage = (seeking and settings.long_reply_words > 0 and not chosen and "reply" in fields
                and len(_replied(history, settings.max_scan_chars)[1].split()) >= settings.long_reply_words)
     if passage:
         anchor = None  # a passage restates its own subject; the anchor asked about an earlier one
     if anchor is not None:
-        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
-                          (0, len(anchor.content)), None))
+        qualified = (referent is not None and referent.rule is not None and not seeking
+                     and referent.index != anchor.index)
+        if not qualified:
+            parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
+                              (0, len(anchor.content)), None))
+        else:  # an option found in the reply qualifies what the anchor names; its request words are left out
+            part = _subject(matcher.referents, anchor, settings.max_scan_chars, referent.text)
+            if part is not None:
+                parts.append(part)
     if seeking and "topic" in fields and not passage:
         topic = _topic(matcher.referents, history, settings,
                        " ".join([referent.text if referent else "", normalized]))
@@ -260,6 +264,10 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
         parts.append(referent)
     if seeking and not chosen and "reply" in fields:
         reply = _last_reply(history, settings.reply_max_words, settings.max_scan_chars)
+    rejected = _rejected(matcher.referents, normalized, history) if parts or reply is not None else ()
+    if rejected:  # "not the 8:10 one": no part that carries what the message turns down
+        parts = [p for p in parts if not _names_any(p.text, rejected)]
+        reply = None if reply is not None and _names_any(reply.text, rejected) else reply
     if not parts and reply is None:
         return message, (Part("message", message, "message"),), NOTHING_TO_COMBINE
     parts.append(Part("message", message, "message"))
@@ -268,6 +276,22 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     query = render(template, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
+
+
+def _subject(finder, anchor, max_chars: int, referent: str) -> Part | None:
+    """The part of a task conversation's anchor that says what the user asked about, beside an option found in
+    the reply: the things it names ("Show me flights to Lisbon on Monday": "Lisbon on Monday"), not its request
+    words, which would pull the search towards every reply to the request; None when it names nothing the
+    ``referent`` does not name already."""
+    from .values import bare_value
+
+    del max_chars  # the finder reads a turn as far as the pack's max_scan_chars
+    found = [n for n in finder.mentions(anchor)
+             if not bare_value(n.text, finder.time_words) and not _named_in(finder, n.text, referent)]
+    if not found:
+        return None
+    return Part("anchor", " ".join(n.text for n in found), anchor.role, anchor.turn, anchor.index,
+                (found[0].start, found[-1].end), None)
 
 
 def _names_any(text: str, names) -> bool:
@@ -283,6 +307,49 @@ def _brings_its_own(matcher, normalized: str, span) -> bool:
         return False
     _, covered, _ = matcher.context.vocabulary.cover(tokens)
     return not all(covered)
+
+
+_VALUE_TOKEN = re.compile(r"\d{1,2}[:.]\d{2}|[£$€]?\d[\d,]*(?:\.\d+)?|[^\W\d_]+")
+
+
+def _option_tokens(text: str, function_words) -> set[str]:
+    return {t for t in _VALUE_TOKEN.findall(text.lower()) if t not in function_words}
+
+
+def _named_option(finder, normalized: str, options):
+    """The one offered option the message names by a word or value no other option has ("the 8:40", "the
+    Thursday one"), or None."""
+    said = _option_tokens(normalized, finder.function_words)
+    keys = [_option_tokens(o.text, finder.function_words) for o in options]
+    named = []
+    for i, own in enumerate(keys):
+        others = set().union(*(k for j, k in enumerate(keys) if j != i))
+        if (own - others) & said:
+            named.append(options[i])
+    return named[0] if len(named) == 1 else None
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|except|without|instead of|rather than|other than|anything but)\s+(?:the\s+|that\s+)?"
+                       r"([^\s,;.!?]+)")
+
+
+def _rejected(finder, normalized: str, history) -> list[str]:
+    """The options of the assistant's last offer that the message turns down: those it names right after a
+    negation by a word or value no other option has ("not the 8:10", "anything but Hadley")."""
+    offer = finder.offer(history, reach=2)
+    if offer is None:
+        return []
+    options = offer[1]
+    refused = {w for m in _NEGATION.finditer(normalized) for w in _option_tokens(m.group(1), finder.function_words)}
+    if not refused:
+        return []
+    keys = [_option_tokens(o.text, finder.function_words) for o in options]
+    out = []
+    for i, own in enumerate(keys):
+        others = set().union(*(k for j, k in enumerate(keys) if j != i))
+        if (own - others) & refused:
+            out.append(options[i].text)
+    return out
 
 
 def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):
@@ -310,9 +377,12 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
     said, options = offer
     choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
     found = finder.find(normalized, message, history, recorder, candidates=choosing) if choosing else None
-    if found is None and not _brings_its_own(matcher, normalized, span):
+    named = _named_option(finder, normalized, options) if found is None else None
+    if found is None and named is None and not _brings_its_own(matcher, normalized, span):
         return as_typed
     chosen = found.text if found is not None else None
+    if named is not None:
+        chosen = named.text  # "not that one, the 8:40": the message names its replacement
     rejected = [o.text for o in options if chosen is None or (o.text not in chosen and chosen not in o.text)]
     parts: list[Part] = []
     anchor = matcher.anchor(history)

@@ -28,14 +28,14 @@ KILNS = ["Which kiln should we buy?",
 
 
 @pytest.mark.parametrize("message, history, referent, rule", [
-    ("The second one, please.", KILNS, "Northern Kilns", "referent.position"),
-    ("Let's take the first one.", KILNS, "Potclays", "referent.position"),
+    ("The second one, please.", KILNS, "Northern Kilns 120 litre top-loader is 4,400", "referent.position"),
+    ("Let's take the first one.", KILNS, "Potclays 80 litre front-loader is 3,150", "referent.position"),
     ("Option B sounds right.", ["Which courier?", reply("Options:\n- DPD at 9.80\n- Evri at 5.95")], "Evri at 5.95",
      "referent.position"),
-    ("What does the cheaper one include?", KILNS, "Potclays", "referent.least"),
-    ("How heavy is the bigger one?", KILNS, "Northern Kilns", "referent.most"),
+    ("What does the cheaper one include?", KILNS, "Potclays 80 litre front-loader is 3,150", "referent.least"),
+    ("How heavy is the bigger one?", KILNS, "Northern Kilns 120 litre top-loader is 4,400", "referent.most"),
     ("And the other one?", KILNS + ["Tell me about the Potclays kiln.", reply("Potclays runs on a 32 amp circuit.")],
-     "Northern Kilns", "referent.other"),
+     "Northern Kilns 120 litre top-loader is 4,400", "referent.other"),
     ("Did he sign the lease?", ["Has the landlord replied?", reply("Martin Hale wrote back on Tuesday.")],
      "Martin Hale", "referent.person"),
     ("What are their opening hours?", ["Any bakers nearby?", reply("Bettys is on Parliament Street.")],
@@ -148,3 +148,35 @@ def test_an_opening_subject_that_runs_past_a_second_determiner_names_nothing(ver
     assert find("When was it thinned?", [reply(f"the glazebook {verb} the slip was thinned in may.")]) is None
     # one noun phrase before the verb is still read as the name it opens with
     assert find("When was it thinned?", [reply("glazewell slip was thinned in may.")]).text == "glazewell slip"
+
+
+# -- a referent is a thing, never a bare value ---------------------------------------------------------
+
+FLIGHTS = ["Show me flights to Lisbon on Monday",
+           reply("TAP at 9:10 for 140 EUR and easyJet at 13:25 for 95 EUR.")]
+
+
+@given(st.lists(st.sampled_from(["9:10", "140", "EUR", "GBP", "£38", "95", "kg", "litres", "Friday", "12 March",
+                                 "7 am", "17th", "30 min", "-", "(", ")", ",", "USD"]), min_size=1, max_size=6))
+def test_bare_value_text_is_never_a_referent(pieces):
+    from cleo_rules.values import bare_value
+
+    text = " ".join(pieces)
+    assert bare_value(text)
+    said = read_history([reply(f"Done: {text}.")])[0]
+    assert all(not bare_value(m.text) for m in FINDER.mentions(said))
+    found = find("Is it confirmed?", [reply(f"{text}.")])
+    assert found is None or not bare_value(found.text)
+
+
+def test_a_currency_code_is_not_what_it_points_at():
+    for message in ("Do it again but cheaper", "Cheaper one isn't it"):
+        d = PACK.classify(message, FLIGHTS)
+        assert all(p.text != "EUR" for p in d.parts), d.parts
+        assert "Lisbon" in d.query
+
+
+def test_a_choice_by_price_is_the_option_with_it_as_the_reply_says_it():
+    d = PACK.classify("Go with the cheaper one", FLIGHTS)
+    assert d.referent == "easyJet at 13:25 for 95 EUR"
+    assert "TAP" not in d.query and "Lisbon" in d.query

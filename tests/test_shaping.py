@@ -23,12 +23,12 @@ def test_render_leaves_out_lines_whose_parts_are_empty():
 
 def test_a_resolved_follow_up_keeps_the_subject_and_adds_its_referent():
     d = PACK.classify("Yes, go with the second one.", QUOTES)
-    assert d.kind == "follow_up" and d.query == f"{QUOTES[0]}\nCresswell\nYes, go with the second one."
-    assert d.referent == "Cresswell" and d.anchor == QUOTES[0]
+    assert d.kind == "follow_up" and d.query == f"{QUOTES[0]}\nCresswell quotes 1,865\nYes, go with the second one."
+    assert d.referent == "Cresswell quotes 1,865" and d.anchor == QUOTES[0]
     anchor, ref, msg = d.parts  # no reply: the option chosen carries the choice, the other would pull towards it
     assert (anchor.name, anchor.source, anchor.turn) == ("anchor", "user", 1)
     assert (ref.name, ref.source, ref.turn, ref.index, ref.rule) == ("referent", "assistant", 1, 1, "referent.position")
-    assert QUOTES[1]["content"][ref.span[0]:ref.span[1]] == "Cresswell"
+    assert QUOTES[1]["content"][ref.span[0]:ref.span[1]] == "Cresswell quotes 1,865"
     assert (msg.name, msg.source, msg.text) == ("message", "message", "Yes, go with the second one.")
 
 
@@ -46,12 +46,13 @@ TASK = ["I need a plumber in Leeds for tomorrow.",
         {"role": "assistant", "content": "Pipeline Plumbing and Leeds Drains can both come tomorrow."}]
 
 
-def test_in_a_task_conversation_the_referent_stands_for_the_subject_and_no_reply_is_added():
+def test_in_a_task_conversation_the_referent_qualifies_the_subject_and_no_reply_is_added():
     from cleo_rules.shaping import information_seeking
     from cleo_rules.history import read_history
 
     assert not information_seeking(read_history(TASK), PACK.settings)  # the assistant asked
     d = PACK.classify("Yes, the second one.", TASK)
+    # the anchor ("A local one, please.") names nothing: only its request words, which are left out
     assert d.kind == "follow_up" and d.query == "Leeds Drains\nYes, the second one."
     assert [p.name for p in d.parts] == ["referent", "message"]
 
@@ -156,7 +157,7 @@ def test_a_referent_found_in_the_anchor_itself_keeps_the_anchor_in_a_task_conver
     assert d.kind == "follow_up" and [p.name for p in d.parts] == ["anchor", "referent", "message"]
     anchor, ref, _ = d.parts
     assert anchor.text == SURVEY[0] and (ref.source, ref.index, ref.text) == ("user", 0, "Harrogate")
-    # one the assistant offered still stands for the request (test above): the anchor asked for the options
+    # one the assistant offered qualifies what the request names (test above)
     d = PACK.classify("Yes, the second one.", TASK)
     assert [p.name for p in d.parts] == ["referent", "message"]
 
@@ -210,8 +211,9 @@ def test_referents_can_be_turned_off_in_the_pack(pack_copy):
 
 def test_parts_are_in_the_decisions_json():
     parts = PACK.classify("Yes, go with the second one.", QUOTES).to_dict()["parts"][1:]
-    assert parts[0] == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1, "index": 1,
-                        "span": [parts[0]["span"][0], parts[0]["span"][0] + 9], "rule": "referent.position"}
+    assert parts[0] == {"name": "referent", "text": "Cresswell quotes 1,865", "source": "assistant", "turn": 1,
+                        "index": 1, "span": [parts[0]["span"][0], parts[0]["span"][0] + 22],
+                        "rule": "referent.position"}
 
 
 # -- as_follow_up: what combining would search for any message ------------------------------------------
@@ -263,7 +265,7 @@ OFFER = ["Which van insurer covers tools left in the van overnight?",
 def test_a_correction_that_picks_its_replacement_from_the_offer_searches_the_subject_with_it():
     d = PACK.classify("Not that one, the cheaper one.", OFFER)
     assert d.kind == "correction"
-    assert d.query == f"{OFFER[0]}\nZego Van" and [p.name for p in d.parts] == ["anchor", "referent"]
+    assert d.query == f"{OFFER[0]}\nZego Van at 1,865" and [p.name for p in d.parts] == ["anchor", "referent"]
     assert "Brightline" not in d.query
 
 
@@ -298,9 +300,9 @@ def test_a_correction_never_carries_an_option_it_rejects(options, message, reque
     if d.kind != "correction":
         return
     chosen = d.referent or ""
-    assert chosen in options or not chosen
+    assert not chosen or any(chosen.startswith(o) for o in options)
     for option in options:
-        if option == chosen:
+        if chosen.startswith(option):
             continue
         assert all(option.lower() not in p.text.lower() for p in d.parts), (d.query, d.parts)
         assert d.query is None or option.lower() not in d.query.lower()
@@ -313,7 +315,7 @@ BOILER = ["Can you book the boiler service for next week?",
 
 
 def test_a_message_naming_one_offered_option_is_a_choice_of_it():
-    for message, history, option in [("Brightline, please.", OFFER, "Brightline Commercial"),
+    for message, history, option in [("Brightline, please.", OFFER, "Brightline Commercial at 2,140 a year"),
                                      ("Thursday works for me.", BOILER, "Thursday at 11 am"),
                                      ("I will take the Wednesday slot.", BOILER, "Wednesday at 2 pm")]:
         d = PACK.classify(message, history)
@@ -336,3 +338,27 @@ def test_explain_says_why_a_named_option_is_a_choice():
     notes = [a.note for a in ex.attempts if a.stage == "referent" and a.rule == "vocab.choice" and a.fired]
     assert len(notes) == 1 and "names an option of the last offer" in notes[0] and "Brightline Commercial" in notes[0]
     assert ex.decision == PACK.classify("Brightline, please.", OFFER)
+
+
+# -- corrections of an offered value ---------------------------------------------------------------------
+
+TRAIN = ["Book me a train to York on Friday", {"role": "assistant", "content": "There is one at 8:10 or 8:40."}]
+
+
+def test_a_correction_naming_an_offered_time_searches_the_subject_and_never_the_rejected_time():
+    from cleo_rules.history import read_history
+    from cleo_rules.shaping import shape_correction
+    from cleo_rules.text import normalize
+
+    message = "not that one, the 8:40"
+    query, parts, _ = shape_correction(PACK.matcher, message, normalize(message), read_history(TRAIN))
+    assert query == f"{TRAIN[0]}\n{message}" and "8:10" not in query
+
+
+def test_a_follow_up_never_carries_an_option_the_message_turns_down():
+    flights = ["Show me flights to Lisbon on Monday",
+               {"role": "assistant", "content": "TAP at 9:10 for 140 EUR and easyJet at 13:25 for 95 EUR."}]
+    for message, history, refused in [("Not TAP, what else?", flights, "TAP at"), ("ok, not the 8:10", TRAIN, "8:10")]:
+        d = PACK.classify(message, history)
+        assert d.kind == "follow_up"
+        assert all(refused not in p.text for p in d.parts if p.name != "message"), d.parts
