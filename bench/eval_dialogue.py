@@ -57,12 +57,13 @@ and ``cleo-rules`` (the role-tagged query), with cleo-rules' hits less raw's
 and the domains where cleo-rules recalls less than raw. As for the other
 sets, a query is ranked among every distinct assistant utterance of the file
 (one pool for all domains). Chosen with ``--dataset sgd_train`` only (it is
-not among the defaults); about two minutes of CPU.
+not among the defaults); about two minutes of CPU. ``--show-losses`` lists,
+by domain, the turns whose answer raw finds and cleo-rules does not.
 
 Usage::
 
     .venv/bin/python bench/eval_dialogue.py [--pack DIR] [--dataset NAME]
-        [--show LABEL:KIND] [--limit N] [--no-embed] [--all-turns]
+        [--show LABEL:KIND] [--limit N] [--no-embed] [--all-turns] [--show-losses]
         (--dataset canard|gecor_camrest|cast_replies|sgd_train, repeatable;
         the first three by default)
 
@@ -496,6 +497,20 @@ def print_domain_recall(name, res):
     print(f"  cleo-rules below raw: {', '.join(below) if below else 'nowhere'}")
 
 
+def print_domain_losses(name, res):
+    """The turns whose answer raw finds in the top 5 and cleo-rules does not, by domain: the rule and the query."""
+    picked, decisions, hits = res["rows"], res["decisions"], res["hits"]
+    print(f"\n{name}: turns raw finds and cleo-rules does not (rule, message -> query)")
+    for domain, idx in _domain_groups(picked).items():
+        lost = [i for i in idx if hits["raw"][i] and not hits["cleo-rules"][i]]
+        if domain == "total" or not lost:
+            continue
+        print(f"  {domain} ({len(lost)})")
+        for i in lost:
+            d = decisions[i]
+            print(f"    [{d.rule}] {picked[i]['message']!r} -> {(d.query or picked[i]['message'])[:160]!r}")
+
+
 def chart(results: dict, path: Path):
     try:
         import matplotlib
@@ -534,6 +549,8 @@ def main(argv=None):
     ap.add_argument("--no-embed", action="store_true", help="detection figures only")
     ap.add_argument("--all-turns", action="store_true",
                     help="all-turn answer-recall@5 with its ablation only (the follow-up-queries target)")
+    ap.add_argument("--show-losses", action="store_true",
+                    help="task sets: list the turns raw finds and cleo-rules does not, by domain")
     ap.add_argument("--chart", type=Path, default=ROOT / "out" / "eval_dialogue.png")
     args = ap.parse_args(argv)
     if any(n in DATASETS for n in args.dataset or DATASETS) and not (args.eval / DATASETS["canard"]).exists():
@@ -550,6 +567,8 @@ def main(argv=None):
             print_domain_kinds(name, res)
             if vectors is not None:
                 print_domain_recall(name, res)
+                if args.show_losses:
+                    print_domain_losses(name, res)
             print(f"  ({len(rows)} user turns, {len(res['rows'])} reported, in {time.perf_counter() - t0:.0f} s)")
             continue
         t0 = time.perf_counter()
