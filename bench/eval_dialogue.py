@@ -45,11 +45,27 @@ to the rewrite is. A PNG chart of answer-recall@5 by mode goes to
 whose assistant turns are long passages. It has no rewrite-word split and is
 measured with ``--all-turns`` (or ``--no-embed``) only.
 
+``sgd_train`` is task dialogue of every domain of the Schema-Guided Dialogue
+train split (``bench/data/task_dialogue/``, its README says how it was
+drawn): whole conversations, each user turn's answer the assistant turn after
+it, no rewrites and no labels, so no turn is context-dependent or standalone.
+It is reported **per domain** (and in total), for every turn with an answer
+and a message of at least 10 characters and for those turns after the first:
+how the pack classified them (role-tagged), and, when embedding, the
+answer-recall@5 of ``raw``, ``append`` (the last assistant reply appended)
+and ``cleo-rules`` (the role-tagged query), with cleo-rules' hits less raw's
+and the domains where cleo-rules recalls less than raw. As for the other
+sets, a query is ranked among every distinct assistant utterance of the file
+(one pool for all domains). Chosen with ``--dataset sgd_train`` only (it is
+not among the defaults); about two minutes of CPU. ``--show-losses`` lists,
+by domain, the turns whose answer raw finds and cleo-rules does not.
+
 Usage::
 
     .venv/bin/python bench/eval_dialogue.py [--pack DIR] [--dataset NAME]
-        [--show LABEL:KIND] [--limit N] [--no-embed] [--all-turns]
-        (--dataset canard|gecor_camrest|cast_replies, repeatable; all three by default)
+        [--show LABEL:KIND] [--limit N] [--no-embed] [--all-turns] [--show-losses]
+        (--dataset canard|gecor_camrest|cast_replies|sgd_train, repeatable;
+        the first three by default)
 
 ``--show follow_up:substantive`` lists the context-dependent turns the pack
 searched as typed, to read what the rules miss. ``--no-embed`` prints the
@@ -73,18 +89,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from evaldata import EVAL_DIR, read_jsonl  # noqa: E402
+from evaldata import EVAL_DIR, TASK_DIALOGUE_DIR, read_jsonl, task_dialogue_rows  # noqa: E402
 
 from cleo_rules import load_pack  # noqa: E402
 
 DIALOGUE_DIR = EVAL_DIR / "dialogue"
 DATASETS = {"canard": "canard.jsonl", "gecor_camrest": "gecor_camrest.jsonl",
             "cast_replies": "../cast_turns.jsonl"}
+#: task conversations of many domains, without rewrites (``bench/data/task_dialogue/``): reported per domain
+TASK_SETS = {"sgd_train": "sgd_train.jsonl"}
 MODES = ("raw", "user", "roles", "append", "rewrite")
 K = 5
 
 
 def load(name: str, eval_dir: Path = DIALOGUE_DIR) -> list[dict]:
+    if name in TASK_SETS:
+        return task_dialogue_rows(TASK_DIALOGUE_DIR / TASK_SETS[name])
     if name == "cast_replies":
         return cast_replies(Path(eval_dir) / DATASETS[name])
     return list(read_jsonl(Path(eval_dir) / DATASETS[name]))
@@ -399,6 +419,98 @@ def print_all_turns(name, res):
         print(f"  {mode:<22}" + "".join(f"{c:>28}" for c in cells) + f"{net:>+24d}")
 
 
+# ---------------------------------------------------------------- task dialogue, per domain
+
+DOMAIN_MODES = ("raw", "append", "cleo-rules")
+
+
+def domain_recall(pack, rows, vectors) -> dict:
+    """Task conversations without rewrites: per turn of the all-turn filter's length and answer conditions, the
+    role-tagged decision and whether each of raw / append / cleo-rules ranks the turn's own answer in the top 5 of
+    every distinct assistant utterance in the file (one pool for all domains, as for the other sets)."""
+    import numpy as np
+
+    picked = [r for r in rows if r.get("answer") and len(r["message"]) >= MIN_MESSAGE]
+    decisions = [pack.classify(r["message"], r["turns"]) for r in picked]
+    out = {"rows": picked, "decisions": decisions, "hits": {}, "pool": 0}
+    if vectors is None:
+        return out
+    pool = answer_pool(rows)
+    pool_v = vectors(pool)
+    index = {t: i for i, t in enumerate(pool)}
+    targets = np.array([index[r["answer"]] for r in picked])
+    texts = {"raw": [r["message"] for r in picked],
+             "append": [f"{r['message']}\n{r['prev_system']}" if r.get("prev_system") else r["message"]
+                        for r in picked],
+             "cleo-rules": [d.query or r["message"] for r, d in zip(picked, decisions)]}
+    for mode in DOMAIN_MODES:
+        sims = vectors(texts[mode]) @ pool_v.T
+        own = sims[np.arange(len(picked)), targets]
+        out["hits"][mode] = [int(np.sum(sims[i] > own[i])) < K for i in range(len(picked))]
+    out["pool"] = len(pool)
+    return out
+
+
+def _domain_groups(picked) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(picked):
+        groups.setdefault(r["domain"], []).append(i)
+    return dict(sorted(groups.items())) | {"total": list(range(len(picked)))}
+
+
+def print_domain_kinds(name, res):
+    """How the pack classified each domain's turns (role-tagged), and how many follow-ups it combined."""
+    picked, decisions = res["rows"], res["decisions"]
+    print(f"\n{name}: kinds per domain, role-tagged (turns with an answer, message >= {MIN_MESSAGE} chars; "
+          "no labels: the set has no rewrites)")
+    print(f"  {'domain':<13}{'n':>6}{'follow_up':>11}{'combined':>10}{'substantive':>13}{'correction':>12}")
+    for domain, idx in _domain_groups(picked).items():
+        kinds = Counter(decisions[i].kind for i in idx)
+        combined = sum(decisions[i].kind == "follow_up" and decisions[i].query not in (None, picked[i]["message"])
+                       for i in idx)
+        print(f"  {domain:<13}{len(idx):>6}{kinds['follow_up']:>11}{combined:>10}{kinds['substantive']:>13}"
+              f"{kinds['correction']:>12}")
+
+
+def print_domain_recall(name, res):
+    """Answer-recall@5 per domain for raw / append / cleo-rules, all turns and turns after the first; ``net`` is
+    cleo-rules' hits less raw's."""
+    picked, hits = res["rows"], res["hits"]
+    later = [r["turn"] > 1 for r in picked]
+    print(f"\n{name}: answer-recall@{K} per domain, role-tagged (turns with an answer, message >= {MIN_MESSAGE} "
+          f"chars; pool {res['pool']}: every distinct assistant utterance of the file)")
+    head = "".join(f"{m:>11}" for m in DOMAIN_MODES) + f"{'net':>6}"
+    width = len(head) + 6
+    print(f"  {'':<13}{'all turns':<{width}}{'  turns after the first':<{width + 2}}")
+    print(f"  {'domain':<13}{'n':>6}{head}{'n':>8}{head}")
+    below = []
+    for domain, idx in _domain_groups(picked).items():
+        cells = []
+        for part, sel in (("all", idx), ("after the first", [i for i in idx if later[i]])):
+            means = {m: _mean(hits[m][i] for i in sel) for m in DOMAIN_MODES}
+            net = sum(hits["cleo-rules"][i] for i in sel) - sum(hits["raw"][i] for i in sel)
+            cells.append(f"{len(sel):>6}" if part == "all" else f"{len(sel):>8}")
+            cells.append("".join(f"{means[m]:>11.3f}" for m in DOMAIN_MODES) + f"{net:>+6d}")
+            if net < 0:
+                below.append(f"{domain} ({part}, {net:+d})")
+        print(f"  {domain:<13}" + "".join(cells))
+    print(f"  cleo-rules below raw: {', '.join(below) if below else 'nowhere'}")
+
+
+def print_domain_losses(name, res):
+    """The turns whose answer raw finds in the top 5 and cleo-rules does not, by domain: the rule and the query."""
+    picked, decisions, hits = res["rows"], res["decisions"], res["hits"]
+    print(f"\n{name}: turns raw finds and cleo-rules does not (rule, message -> query)")
+    for domain, idx in _domain_groups(picked).items():
+        lost = [i for i in idx if hits["raw"][i] and not hits["cleo-rules"][i]]
+        if domain == "total" or not lost:
+            continue
+        print(f"  {domain} ({len(lost)})")
+        for i in lost:
+            d = decisions[i]
+            print(f"    [{d.rule}] {picked[i]['message']!r} -> {(d.query or picked[i]['message'])[:160]!r}")
+
+
 def chart(results: dict, path: Path):
     try:
         import matplotlib
@@ -430,16 +542,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pack", default=None)
     ap.add_argument("--eval", type=Path, default=DIALOGUE_DIR)
-    ap.add_argument("--dataset", choices=sorted(DATASETS), action="append")
+    ap.add_argument("--dataset", choices=sorted(DATASETS | TASK_SETS), action="append")
     ap.add_argument("--show", default=None, help="LABEL:KIND, e.g. follow_up:substantive")
     ap.add_argument("--history", choices=("user", "roles"), default="roles", help="history used by --show")
     ap.add_argument("--limit", type=int, default=None, help="first N turns of each dataset only")
     ap.add_argument("--no-embed", action="store_true", help="detection figures only")
     ap.add_argument("--all-turns", action="store_true",
                     help="all-turn answer-recall@5 with its ablation only (the follow-up-queries target)")
+    ap.add_argument("--show-losses", action="store_true",
+                    help="task sets: list the turns raw finds and cleo-rules does not, by domain")
     ap.add_argument("--chart", type=Path, default=ROOT / "out" / "eval_dialogue.png")
     args = ap.parse_args(argv)
-    if not (args.eval / DATASETS["canard"]).exists():
+    if any(n in DATASETS for n in args.dataset or DATASETS) and not (args.eval / DATASETS["canard"]).exists():
         sys.exit(f"dialogue data not found under {args.eval}")
     pack = load_pack(args.pack)
     print(f"pack {pack.name} {pack.version} ({pack.content_hash})")
@@ -447,6 +561,16 @@ def main(argv=None):
     results = {}
     for name in args.dataset or DATASETS:
         rows = load(name, args.eval)[: args.limit]
+        if name in TASK_SETS:
+            t0 = time.perf_counter()
+            res = domain_recall(pack, rows, vectors)
+            print_domain_kinds(name, res)
+            if vectors is not None:
+                print_domain_recall(name, res)
+                if args.show_losses:
+                    print_domain_losses(name, res)
+            print(f"  ({len(rows)} user turns, {len(res['rows'])} reported, in {time.perf_counter() - t0:.0f} s)")
+            continue
         t0 = time.perf_counter()
         decisions = decide(pack, rows)
         elapsed = time.perf_counter() - t0
