@@ -187,6 +187,11 @@ class ReferentFinder:
         self._lock = Lock()
 
     @property
+    def plain_nouns(self) -> frozenset[str]:
+        """The pack's nouns that are no verb (lower case): "flights", "restaurant", "panels"."""
+        return self._plain
+
+    @property
     def function_words(self) -> frozenset[str]:
         """The pack's function words (lower case): words that name nothing."""
         return self._function
@@ -233,7 +238,9 @@ class ReferentFinder:
         for n in names(text, self._common, self._function, self._dictionary, self._proper, self._nouns):
             key = _key(n.text)
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
-                continue
+                n = _before_time(n, self._time)  # "Lisbon on Monday": the place, not the day
+                if n is None:
+                    continue
             if self._modifier(text, n) or bare_value(n.text, self._time):
                 continue  # "Italian food" qualifies a noun; "EUR", "9:10", "Friday" name no thing
             found.append(Mention(n.text, n.start, n.end, subject=n.initial))
@@ -547,6 +554,21 @@ class ReferentFinder:
         words = mention.text.split()
         text = " ".join(words[: self._max_words])
         return Referent(text, rule.id, said, (mention.start, mention.start + len(text)))
+
+
+_TIME_TAIL = re.compile(r"\s+(?:on|of|upon)\s+\S+$")
+
+
+def _before_time(name, time_words):
+    """``name`` (a :class:`~cleo_rules.names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
+    on Monday": "Lisbon"), or None when nothing but the time is left."""
+    tail = _TIME_TAIL.search(name.text)
+    if tail is None:
+        return None
+    head = name.text[: tail.start()]
+    if not head or _key(head) in time_words:
+        return None
+    return type(name)(head, name.start, name.start + len(head), name.initial)
 
 
 def _list_items(text: str, most: int) -> list[tuple[int, str]]:

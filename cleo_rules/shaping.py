@@ -280,8 +280,9 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
 
 def _subject(finder, anchor, max_chars: int, referent: str) -> Part | None:
     """The part of a task conversation's anchor that says what the user asked about, beside an option found in
-    the reply: the things it names ("Show me flights to Lisbon on Monday": "Lisbon on Monday"), not its request
-    words, which would pull the search towards every reply to the request; None when it names nothing the
+    the reply: the things it names ("Show me flights to Lisbon on Monday": "Lisbon"), not its request words nor
+    its head noun, which would pull the search towards every reply to the request (the option found is an
+    instance of what was asked for: "a Vietnamese restaurant" is "Thanh Binh"); None when it names nothing the
     ``referent`` does not name already."""
     from .values import bare_value
 

@@ -347,7 +347,7 @@ def test_the_brief_of_a_substantive_turn_lists_its_near_misses(elsewhere):
 def test_a_substantive_turn_the_prefilter_named_no_rule_for_says_so(elsewhere):
     # too long for the vocabulary test (16 words), and no rule's words are in it
     message = ("Quarterly VAT return for Brightline Commercial Insurance Limited covering April, May and June plus "
-               "both vans")
+               "two vans")
     assert PACK.explain(message).near_misses == ()
     result = run(message)
     assert "\nnear misses: none (the prefilter named no rule)\n" in result.output

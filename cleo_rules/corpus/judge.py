@@ -1,10 +1,11 @@
 """Judge one corpus case: the decision the pack makes on it, against what the case expects.
 
 A case passes when it gets its expected kind, its ``rule`` fires, none of its
-``not`` rules fires, its referent (when it names one) is the one found, and
-(with a history) its query is shaped right: a follow-up combined with its
-anchor (and, with role-tagged history, the referent the decision found),
-anything else searched as typed. Rules are the classification rules and the
+``not`` rules fires, its referent (when it names one) is the one found (the
+option it names, or that option's phrase in the reply), and (with a history) its
+query is shaped right: a follow-up combined with its anchor, or in a task
+conversation with the things the anchor names beside the referent found (the
+subject stays: a referent qualifies it), anything else searched as typed. Rules are the classification rules and the
 referent rules; a referent rule "fires" on a case when it is the rule that
 found the decision's referent (:attr:`Decision.parts`, the referent part's
 ``rule``).
@@ -140,6 +141,18 @@ def decision_key(pack) -> str:
     return key
 
 
+def _names_option(found: str | None, expected: str) -> bool:
+    """Whether the referent ``found`` is the option ``expected`` names: the same text, or the option's phrase in the
+    reply that starts with it ("Cresswell quotes 1,865 a year" for "Cresswell")."""
+    return found is not None and (found == expected or found.startswith(expected + " "))
+
+
+def _drawn_from(anchor: str, turn: str) -> bool:
+    """Whether the anchor searched is the user's ``turn`` or the things it names, each said in it (the subject
+    beside an option found in the reply: "Lisbon" of "Show me flights to Lisbon on Monday")."""
+    return anchor == turn or all(name in turn for name in anchor.split())
+
+
 def _referent_nots(case: Case) -> list[str]:
     return [r for r in case.not_rules if r.startswith("referent.")]
 
@@ -231,7 +244,7 @@ class Evaluator:
                 culprit = (d.rule if d.rule else nr) if nr not in self.referent_ids else nr
         if case.has_referent:
             if case.referent is not None:
-                if ref_text != case.referent or ref_rule is None:
+                if ref_rule is None or not _names_option(ref_text, case.referent):
                     reasons.append(f"referent is {json.dumps(ref_text if ref_rule else None, ensure_ascii=False)}, "
                                    f"expected {json.dumps(case.referent, ensure_ascii=False)}")
             elif ref_rule is not None and not _referent_nots(case):
@@ -305,7 +318,7 @@ class Evaluator:
         if case.anchor is not None and d.anchor != case.anchor:
             out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, "
                        f"expected {json.dumps(case.anchor, ensure_ascii=False)}")
-        elif d.anchor is not None and d.anchor not in users:
+        elif d.anchor is not None and not any(_drawn_from(d.anchor, u) for u in users):
             out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, which is no user turn")
         # the template the decision used, over the parts it found (the message among them)
         want = render(template_for(self.pack.settings, d.parts), **{p.name: p.text for p in d.parts})

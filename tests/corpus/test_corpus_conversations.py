@@ -107,10 +107,11 @@ def test_a_referent_case_passes_when_its_rule_finds_that_referent(pack):
                 history=turns(*QUOTES), referent="Cresswell", has_referent=True)
     out = ev.run(good)
     assert out.ok, out.reasons
-    assert out.referent == "Cresswell" and out.referent_rule == "referent.position"
+    # the option's phrase in the reply, which the expected name opens
+    assert out.referent == "Cresswell quotes 1,865 a year" and out.referent_rule == "referent.position"
     wrong = Case(id="t/2", message="Yes, go with the second one.", expect="follow_up", rule="referent.position",
                  history=turns(*QUOTES), referent="Hadley", has_referent=True)
-    assert ev.run(wrong).reasons == ('referent is "Cresswell", expected "Hadley"',)
+    assert ev.run(wrong).reasons == ('referent is "Cresswell quotes 1,865 a year", expected "Hadley"',)
     other_rule = Case(id="t/3", message="Yes, go with the second one.", expect="follow_up", rule="referent.least",
                       history=turns(*QUOTES), referent="Cresswell", has_referent=True)
     out = ev.run(other_rule)
@@ -141,7 +142,7 @@ def test_role_tagged_queries_are_checked_against_their_parts(pack):
     out = ev.run(case)
     assert out.ok, out.reasons
     # an information-seeking conversation ("Compare ..."): the referent qualifies the subject
-    assert out.query == "Compare the two van insurance quotes\nCresswell\nYes, go with the second one."
+    assert out.query == "Compare the two van insurance quotes\nCresswell quotes 1,865 a year\nYes, go with the second one."
     wrong = Case(id="t/8", message="Yes, go with the second one.", expect="follow_up", history=turns(*QUOTES),
                  anchor="Which van insurer?")
     assert ev.run(wrong).reasons[0] == ('query combined with "Compare the two van insurance quotes", '
