@@ -123,7 +123,8 @@ def test_issue30_item5_playground_new_key_appends_a_key_and_help_says_to_use_key
     made = _playground("--keys", keys, "--new-key", "*", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip()
-    assert KeyRing.load(keys).lookup(key).all_tenants and key not in keys.read_text()
+    found = KeyRing.load(keys).lookup(key)
+    assert found is not None and found.all_tenants and key not in keys.read_text()
     helped = _playground("--help", cwd=tmp_path)
     assert helped.returncode == 0
     words = " ".join(helped.stdout.split())
