@@ -13,7 +13,9 @@ text, and two checkouts can be compared line by line:
 ``--timings`` adds the timing scripts (``bench_classify.py``,
 ``bench_corpus.py``, ``bench_pack.py``, ``bench_turn.py``), each printing
 its figures and ratios side by side; ``bench_store.py``,
-``bench_serve.py`` and ``bench_embed.py`` take minutes and are run on their own. ``--out DIR``
+``bench_serve.py`` and ``bench_embed.py`` take minutes and are run on their own,
+and so does ``bench_replicas.py`` (turns against one service and two on one
+PostgreSQL, about three minutes), which ``--only bench_replicas`` also runs. ``--out DIR``
 also writes each script's output to ``DIR/<script>.txt``, for comparing two
 checkouts with ``diff -r``. Exits 1 if any script fails.
 
@@ -49,6 +51,10 @@ TIMINGS = (
     ("bench_pack.py", ()),
     ("bench_turn.py", ()),
 )
+#: scripts that take minutes, run only when named with ``--only``
+ON_REQUEST = (
+    ("bench_replicas.py", ()),
+)
 
 
 def run(script: str, args: tuple[str, ...], tmp: str, out_dir: Path | None) -> bool:
@@ -78,10 +84,11 @@ def main(argv=None) -> int:
     plan = list(DETERMINISTIC) + (list(TIMINGS) if args.timings else [])
     if args.only:
         wanted = {Path(n).stem for n in args.only}
-        unknown = wanted - {Path(s).stem for s, _ in DETERMINISTIC + TIMINGS}
+        known = DETERMINISTIC + TIMINGS + ON_REQUEST
+        unknown = wanted - {Path(s).stem for s, _ in known}
         if unknown:
             ap.error(f"no such script: {', '.join(sorted(unknown))}")
-        plan = [(s, a) for s, a in DETERMINISTIC + TIMINGS if Path(s).stem in wanted]
+        plan = [(s, a) for s, a in known if Path(s).stem in wanted]
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     failed = []
