@@ -4,7 +4,7 @@ A referent stands for what "it", "that" or "those" points at: an option, a
 product, an appointment, an order. A referent made only of values says none
 of that ("EUR", "9:10", "£38", "Friday", "3 kg") and, searched in the place of
 the subject, loses it. :func:`is_bare_value` is the test ``bench/eval_business.py``
-counts them with; tests/project/test_bare_value.py holds it to its definition.
+counts them with; tests/project/test_eval_business.py holds it to its definition.
 
 A text is a bare value when it has at least one character that is not white
 space and every token of it (a run of letters, a run of digits, or one other
@@ -21,7 +21,7 @@ character; "9am" is ``9`` and ``am``, "£38" is ``£`` and ``38``) is one of:
   after "per": per head);
 * a time (am, pm, noon, midnight, o'clock; the digits of 9:10 and 14:00 are
   already values) or a date (weekday and month names and their short forms,
-  the ordinal suffixes st, nd, rd, th after a number: 21st);
+  the ordinal suffixes st, nd, rd, th joined to a number: 21st);
 * a word that carries no topic of its own between values: a, an, the, and,
   or, to, at, for, from, on, by, of, per, each, till, until, between, x.
 
@@ -80,12 +80,13 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def _is_value_word(word: str, previous: str) -> bool:
-    """Whether a run of letters is a value word, given the token before it ("" at the start)."""
+def _is_value_word(word: str, previous: str, joined: bool) -> bool:
+    """Whether a run of letters is a value word, given the token before it ("" at the start) and whether the two
+    touch (an ordinal suffix is one only on its number: "21st", not "21 st")."""
     if word.upper() in CURRENCY_CODES and (word.isupper() or word.upper() not in _CODES_THAT_ARE_WORDS):
         return True
     lower = word.lower()
-    return (lower in VALUE_WORDS or (previous.isdigit() and lower in _ORDINAL_SUFFIXES)
+    return (lower in VALUE_WORDS or (joined and previous.isdigit() and lower in _ORDINAL_SUFFIXES)
             or (previous.lower() == "per" and lower in _PER_UNITS))
 
 
@@ -95,11 +96,11 @@ def is_bare_value(text: str) -> bool:
     An empty or all-white-space text is no referent at all, and not a bare value.
     """
     found = False
-    previous = ""
+    previous, end = "", -1
     for token in _TOKEN.finditer(text):
         word = token.group()
         found = True
-        if word[0].isalpha() and not _is_value_word(word, previous):
+        if word[0].isalpha() and not _is_value_word(word, previous, token.start() == end):
             return False
-        previous = word
+        previous, end = word, token.end()
     return found
