@@ -12,7 +12,7 @@ import importlib.util
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import ROOT
@@ -44,24 +44,30 @@ NOUNS = ("easyJet", "flights", "TAP", "LightCo", "panels", "Lisbon", "invoice", 
 
 values = st.lists(st.sampled_from(VALUE_TOKENS), min_size=1, max_size=8)
 glue = st.sampled_from((" ", "  ", ", ", "\t", "\n"))
+#: no time limit per example: the machine may be busy, and the time is no part of what is tested
+relaxed = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@relaxed
 @given(values, glue)
 def test_any_text_made_only_of_values_is_bare(tokens, sep):
     assert is_bare_value(sep.join(tokens))
 
 
+@relaxed
 @given(values, st.sampled_from(NOUNS), st.integers(min_value=0, max_value=8), glue)
 def test_a_noun_anywhere_among_values_makes_the_text_not_bare(tokens, noun, at, sep):
     tokens.insert(min(at, len(tokens)), noun)
     assert not is_bare_value(sep.join(tokens))
 
 
-@given(st.text(alphabet=st.characters(categories=("Nd", "P", "S", "Zs")), min_size=1).filter(str.strip))
+@relaxed
+@given(st.lists(st.text(alphabet=st.characters(categories=("Nd", "P", "S")), min_size=1), min_size=1).map(" ".join))
 def test_any_text_of_digits_punctuation_and_symbols_is_bare(text):
     assert is_bare_value(text)
 
 
+@relaxed
 @given(st.text(max_size=40))
 def test_a_bare_text_has_no_word_outside_the_value_vocabulary(text):
     """The other way round: whatever the text, if it is bare, each of its letter runs is a value word."""
