@@ -176,7 +176,7 @@ def print_report(pack, fig: dict, rows: list[dict], show_misses: bool) -> None:
               f"{kinds.get('substantive', 0):>13}{d['share']:>8.3f} ({d['hit']:>2}/{d['total']:>2})"
               f"{kept:>20}{fig['rejected_searched'][label]:>10}{fig['bare_referents'][label]:>10}")
     print("\nHeadline figures (issue 31 targets)")
-    print(f"  {'figure':<26}{'today':>22}   {'target':<10}")
+    print(f"  {'figure':<26}{'measured':>22}   {'target':<10}")
     for name, value, shown in headline(fig):
         op, target = TARGETS[name]
         aim = f"{op} {target:.2f}" if isinstance(target, float) else f"{op} {target}"
