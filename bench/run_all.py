@@ -7,6 +7,8 @@ text, and two checkouts can be compared line by line:
 * ``eval_retrieval.py``  irrelevant share of the top-k, raw / shaped / oracle;
 * ``eval_anchors.py``    follow-ups searched with other anchors;
 * ``eval_dialogue.py``   detection and query quality on CANARD and GECOR;
+* ``eval_business.py``   detection, subject kept, rejected words and bare
+  referents on the business-register conversations;
 * ``dump_decisions.py``  every decision on the turns we have, compared with
   the committed dump (``--baseline``): a change in behaviour shows here.
 
@@ -42,6 +44,7 @@ DETERMINISTIC = (
     ("eval_retrieval.py", ("--chart", "{tmp}/eval_retrieval.png")),
     ("eval_anchors.py", ()),
     ("eval_dialogue.py", ("--chart", "{tmp}/eval_dialogue.png")),
+    ("eval_business.py", ("--misses",)),
     ("dump_decisions.py", ("{tmp}/decisions.jsonl.gz",)),
 )
 #: timing scripts run by ``--timings``, each short enough for a shared machine
@@ -75,7 +78,7 @@ def run(script: str, args: tuple[str, ...], tmp: str, out_dir: Path | None) -> b
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--timings", action="store_true", help="also the timing scripts")
     ap.add_argument("--out", type=Path, default=None, help="also write each script's output to DIR/<script>.txt")
     ap.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these scripts (e.g. eval_anchors)")
