@@ -17,7 +17,10 @@ file of another pack, nor anything of a bundled or installed pack
 ``site-packages`` are read-only here.
 
 **Judged whole, before anything is written.** The pack's files and its corpus
-are copied into a private temporary directory with the edit in place, and
+are copied into a private temporary directory with the edit in place (its
+bases are not: the copy is judged at home where the pack is,
+:func:`~cleo_rules.pack.compose.judged_as`, so each base it names by a
+relative path, and theirs, is the very directory the pack is built on), and
 the copy is judged by the serving gate's own judgement
 (:func:`cleo_rules.runtime.judge`: compile, lints, the version range
 required, every example and the corpus). Its problems, placed at
