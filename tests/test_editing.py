@@ -318,11 +318,11 @@ def chained(root: Path) -> Path:
     from cleo_rules.starter import init_pack
 
     team = root / "team"
-    init_pack(team / "up" / "core", standalone=True)
+    init_pack(str(team / "up" / "core"), standalone=True)
     (team / "up" / "rules").mkdir(parents=True)
     (team / "up" / "rules" / "pack.yaml").write_text("pack: up\nversion: 1.0.0\nlocale: en\nextends: [../core/rules]\n",
                                                      encoding="utf-8")
-    init_pack(team)
+    init_pack(str(team))
     manifest = team / "rules" / "pack.yaml"
     text = manifest.read_text(encoding="utf-8")
     manifest.write_text(text.replace("  - pack: cleo-en\n    version: \"^1.0\"", "  - pack: ../up/rules"),

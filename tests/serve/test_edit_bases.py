@@ -25,9 +25,9 @@ TELL = {"message": "Could you tell us more?"}
 
 def symlinked_layout(root):
     """``work/p/rules`` a link to ``real/deep/p/rules``, built on ``../../b/rules``; a ``b`` at each place."""
-    init_pack(root / "real" / "deep" / "b", standalone=True)
+    init_pack(str(root / "real" / "deep" / "b"), standalone=True)
     other = root / "work" / "b"
-    init_pack(other, standalone=True)
+    init_pack(str(other), standalone=True)
     manifest = other / "rules" / "pack.yaml"
     manifest.write_text(manifest.read_text(encoding="utf-8").replace("  - follow_ups.yaml\n", ""), encoding="utf-8")
     (other / "corpus" / "generated" / "follow_up.tell-me-more.yaml").unlink()
