@@ -13,7 +13,8 @@ small pack that names it::
 
 Each base is the bundled pack (``cleo-en``), an installed pack by name (see
 :mod:`.sources`) or a directory relative to the manifest (``./base``,
-``../shared/rules``), each with an optional version range. A base may build
+``../shared/rules``: from the pack's real directory, links followed,
+:func:`base_dir`), each with an optional version range. A base may build
 on others in turn. The packs are applied in order, a base's own bases before
 it and the pack itself last (:func:`layers`): each one's ``settings`` and
 ``context`` override the earlier ones' key by key, its files add their rules,
