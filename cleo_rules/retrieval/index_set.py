@@ -39,7 +39,7 @@ import numpy as np
 import sqlite_utils
 
 from ..errors import StoreError
-from .hnsw_file import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
+from .hnsw_file import IndexInvalid, VectorIndex, index_file, remove_stale_temp_files, sidecar_path
 from .provenance import META_KEYS, Recorded, embedder_provenance, meta_rows, probe_vector
 from .sqlite_schema import GENERATIONS_SQL, LOCK_FILE, check_regular, describe_mode, write_transaction
 from .tables import TABLES, Source
@@ -283,15 +283,17 @@ class IndexSet:
 
     def _load(self, source: Source) -> VectorIndex:
         """Load a source's index file if it is sound and belongs to this database."""
-        index, side = VectorIndex.load(self.index_path(source), dim=self.dim, model=self.model_name,
-                                       ef_search=self.ef_search)
-        if side.get("store_id") != self._meta("store_id"):
-            raise IndexInvalid("index belongs to another store")
-        if side.get("source") != source.value:
-            raise IndexInvalid(f"index is for {side.get('source')!r} items, not {source.value!r}")
-        label_seq = side.get("label_seq")
-        if not isinstance(label_seq, int) or label_seq > self._label_seq(source):
-            raise IndexInvalid("index is newer than the database (was the database restored from a backup?)")
+        def expect(side: dict) -> None:
+            if side.get("store_id") != self._meta("store_id"):
+                raise IndexInvalid("index belongs to another store")
+            if side.get("source") != source.value:
+                raise IndexInvalid(f"index is for {side.get('source')!r} items, not {source.value!r}")
+            label_seq = side.get("label_seq")
+            if not isinstance(label_seq, int) or label_seq > self._label_seq(source):
+                raise IndexInvalid("index is newer than the database (was the database restored from a backup?)")
+
+        index, _ = VectorIndex.load(self.index_path(source), dim=self.dim, model=self.model_name,
+                                    ef_search=self.ef_search, expect=expect)
         return index
 
     def open(self) -> None:
@@ -306,14 +308,15 @@ class IndexSet:
         path = self.index_path(source)
         generation = self.db_generations()[source]
         (count,) = self.db.conn.execute(f"SELECT count(*) FROM {table.pieces}").fetchone()
+        kept = " in memory (the store is open read-only)" if self.read_only else ""
         index: VectorIndex | None
         try:
             index = self._load(source)
         except IndexInvalid as exc:
-            if count == 0 and not path.exists():
-                index = None  # nothing stored, nothing to rebuild
-            else:
-                kept = " in memory (the store is open read-only)" if self.read_only else ""
+            index = self._salvage(source, exc, kept) if exc.mismatch is not None else None
+            if index is None and count == 0 and not path.exists() and not sidecar_path(path).exists():
+                pass  # nothing stored, nothing to rebuild
+            elif index is None:
                 warnings.warn(
                     f"{table.label} index in {self.path}: {exc.reason}; rebuilding it from SQLite ({count} vectors)"
                     f"{kept}",
@@ -334,6 +337,52 @@ class IndexSet:
         self.generations[source] = generation
         if index is not None and index.dirty and not self.read_only:
             self._try_save(source)
+
+    def _salvage(self, source: Source, exc: IndexInvalid, kept: str) -> VectorIndex | None:
+        """The index file of a pair that disagrees, checked in full and reconciled with SQLite; None if unsound.
+
+        Costs about what a sound open costs (no vector is added to the graph
+        unless SQLite holds it and the file does not), so a store whose pair
+        disagrees opens read-only as fast as a sound one, and says so once.
+        """
+        assert exc.mismatch is not None
+        try:
+            index, layout = VectorIndex.salvage(self.index_path(source), exc.mismatch, ef_search=self.ef_search)
+        except IndexInvalid as worse:
+            exc.reason = f"{exc.reason}, and the {worse.reason}"
+            return None
+        added, removed, replaced = self.reconcile(source, index, layout)
+        warnings.warn(
+            f"{TABLES[source].label} index in {self.path}: {exc.reason} (its pair disagrees); the file itself is "
+            f"whole, so it was loaded and reconciled with SQLite ({added} added, {removed} removed, {replaced} "
+            f"replaced){kept}",
+            StoreWarning,
+            stacklevel=5,
+        )
+        index.dirty = True
+        return index
+
+    def reconcile(self, source: Source, index: VectorIndex, layout) -> tuple[int, int, int]:
+        """Make ``index`` (loaded from ``layout``) hold exactly SQLite's labels and vectors; (added, removed, replaced)."""
+        order = np.argsort(layout.labels)
+        file_labels = layout.labels[order].astype(np.int64)
+        live = self._db_labels(source)
+        removed = index.delete(index.labels - live)
+        added = replaced = 0
+        have = index.labels
+        for labels, vectors in self._vectors(source):
+            at = np.minimum(np.searchsorted(file_labels, labels), max(len(file_labels) - 1, 0))
+            known = (file_labels[at] == labels) if len(file_labels) else np.zeros(len(labels), dtype=bool)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            wanted = vectors / np.where(norms == 0, 1, norms)
+            stored = layout.vectors[order[at]] if len(file_labels) else wanted
+            revived = np.fromiter((int(x) not in have for x in labels), dtype=bool, count=len(labels))
+            differs = ~known | revived | (np.abs(stored - wanted).max(axis=1) > 1e-5)
+            if differs.any():
+                index.put(vectors[differs], labels[differs])
+                added += int((differs & (~known | revived)).sum())
+                replaced += int((differs & known & ~revived).sum())
+        return added, removed, replaced
 
     def empty(self, sources: Iterable[Source]) -> bool:
         """True when none of ``sources`` has a vector indexed."""
@@ -430,10 +479,10 @@ class IndexSet:
     def _save(self, source: Source) -> None:
         index = self._indexes[source]
         if index is not None:
-            for path in (self.index_path(source), sidecar_path(self.index_path(source))):
-                if path.is_dir():  # a rename cannot replace a directory; FIFOs and devices it replaces
-                    raise StoreError(f"{path} is a directory, not a regular file; remove it so the index can be "
-                                     "saved", code="E304")
+            side = sidecar_path(self.index_path(source))
+            if side.is_dir():  # a rename cannot replace a directory; FIFOs and devices it replaces
+                raise StoreError(f"{side} is a directory, not a regular file; remove it so the index can be saved",
+                                 code="E304")
             extra = {"store_id": self._meta("store_id"), "source": source.value, "label_seq": self._label_seq(source)}
             # one writer at a time, so an index file and its sidecar always come from the same save
             with _locked(self.path / LOCK_FILE):
@@ -485,12 +534,16 @@ class IndexSet:
         """One index's part of :meth:`MemoryStore.stats`."""
         index = self._indexes[source]
         path = self.index_path(source)
+        try:
+            current = index_file(path)
+        except IndexInvalid:
+            current = path
         return {
             "file": path.name,
             "elements": len(index) if index is not None else 0,
             "capacity": index.capacity if index is not None else 0,
             "deleted_slots": (index.slots - len(index)) if index is not None else 0,
-            "bytes": path.stat().st_size if path.exists() else 0,
+            "bytes": current.stat().st_size if current.is_file() else 0,
             "saved": index is None or not index.dirty,
             "generation": generation,
         }
