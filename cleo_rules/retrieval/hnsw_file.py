@@ -325,15 +325,7 @@ class VectorIndex:
         writer removed meanwhile is read again (its new one names the new file).
         """
         path = Path(path)
-        for attempt in range(3):
-            meta = cls._checked_sidecar(path, dim=dim, model=model, space=space, expect=expect)
-            try:
-                fd = _open_regular(path.with_name(meta["file"]), "index file")
-            except IndexInvalid as exc:
-                if attempt < 2 and exc.reason == "index file missing" and cls._renamed(path, meta):
-                    continue
-                raise
-            break
+        fd, meta = cls._open_named(path, dim=dim, model=model, space=space, expect=expect)
         try:
             cls._verify(fd, meta)
             # hand hnswlib the descriptor we hashed, not the name, which may
@@ -356,6 +348,19 @@ class VectorIndex:
         if len(index._labels) != meta["elements"]:
             raise IndexInvalid("live labels do not match the sidecar")
         return index, meta
+
+    @classmethod
+    def _open_named(cls, path: Path, **checks) -> tuple[int, dict]:
+        """A descriptor of the index file the checked sidecar names, and the sidecar."""
+        attempt = 0
+        while True:
+            meta = cls._checked_sidecar(path, **checks)
+            try:
+                return _open_regular(path.with_name(meta["file"]), "index file"), meta
+            except IndexInvalid as exc:
+                attempt += 1
+                if attempt >= 3 or exc.reason != "index file missing" or not cls._renamed(path, meta):
+                    raise
 
     @classmethod
     def _checked_sidecar(cls, path: Path, *, dim, model, space, expect) -> dict:

@@ -6,7 +6,9 @@ owns the indexes of one store and everything about their lifecycle:
 * **open**: each index file is checked against its sidecar and then against
   the labels in SQLite (:meth:`IndexSet.open`). A missing, damaged or
   foreign index is rebuilt from the stored vectors; one that is merely behind
-  (a process died before saving it) is caught up; either way a
+  (a process died before saving it) is caught up; a file whose sidecar is
+  sound but describes other bytes is checked in full and reconciled with
+  SQLite (:meth:`IndexSet.reconcile`) instead of rebuilt; each time a
   :class:`StoreWarning` says so;
 * **generations**: every write bumps a per-source ``generation`` counter in
   ``meta`` inside its transaction (:meth:`IndexSet.advance`);
@@ -14,8 +16,9 @@ owns the indexes of one store and everything about their lifecycle:
   reflect (one statement) and catches up with other processes' writes;
 * **apply**: after a transaction commits, its deleted and added vectors are
   applied to the in-memory indexes (:meth:`IndexSet.apply`);
-* **save**: changed indexes are written atomically under ``index.lock``, so
-  an index file and its sidecar always come from the same save; small indexes
+* **save**: changed indexes are written under ``index.lock`` as a new
+  generation, switched to by one rename of the sidecar that names the file,
+  so an index file and its sidecar always come from the same save; small indexes
   right after each write, big ones at most every 30 seconds of writing, and
   always on close. A failed save is a warning: the next open rebuilds.
 
@@ -369,14 +372,14 @@ class IndexSet:
         live = self._db_labels(source)
         removed = index.delete(index.labels - live)
         added = replaced = 0
-        have = index.labels
+        have = np.sort(np.fromiter(index.labels, dtype=np.int64, count=len(index)))
         for labels, vectors in self._vectors(source):
             at = np.minimum(np.searchsorted(file_labels, labels), max(len(file_labels) - 1, 0))
             known = (file_labels[at] == labels) if len(file_labels) else np.zeros(len(labels), dtype=bool)
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             wanted = vectors / np.where(norms == 0, 1, norms)
             stored = layout.vectors[order[at]] if len(file_labels) else wanted
-            revived = np.fromiter((int(x) not in have for x in labels), dtype=bool, count=len(labels))
+            revived = ~np.isin(labels, have, assume_unique=True)
             differs = ~known | revived | (np.abs(stored - wanted).max(axis=1) > 1e-5)
             if differs.any():
                 index.put(vectors[differs], labels[differs])
