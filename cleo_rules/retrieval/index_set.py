@@ -344,9 +344,10 @@ class IndexSet:
     def _salvage(self, source: Source, exc: IndexInvalid, kept: str) -> VectorIndex | None:
         """The index file of a pair that disagrees, checked in full and reconciled with SQLite; None if unsound.
 
-        Costs about what a sound open costs (no vector is added to the graph
-        unless SQLite holds it and the file does not), so a store whose pair
-        disagrees opens read-only as fast as a sound one, and says so once.
+        No vector is added to the graph unless SQLite holds it and the file
+        does not (or holds another), so this costs far less than a rebuild
+        (``bench/bench_index_open.py`` compares it with a sound open); the
+        caller says so once, at the open.
         """
         assert exc.mismatch is not None
         try:
