@@ -346,8 +346,8 @@ class IndexSet:
 
         No vector is added to the graph unless SQLite holds it and the file
         does not (or holds another), so this costs far less than a rebuild
-        (``bench/bench_index_open.py`` compares it with a sound open); the
-        caller says so once, at the open.
+        (``bench/bench_index_open.py`` compares it with a sound open); it
+        says so once, at the open.
         """
         assert exc.mismatch is not None
         try:
