@@ -9,12 +9,16 @@ layout left when killed between its two renames). Both are opened read-only
 ``--rounds`` rounds; the disagreeing store is checked in full, loaded and
 reconciled with SQLite rather than rebuilt, and says so in one warning.
 
-Usage: python bench/bench_index_open.py [--n 100000] [--rounds 7]
+Usage: python bench/bench_index_open.py [--n 100000] [--rounds 7] [--keep DIR]
+
+``--keep DIR`` keeps the built store in ``DIR`` and reuses it on the next run
+with the same ``--n`` (building takes minutes; opening, seconds).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -47,11 +51,15 @@ class Embedder(SyntheticEmbedder):
         return np.stack([self.vectors[hash(t) % len(self.vectors)] for t in texts])
 
 
-def build(path: Path, n: int) -> tuple[SyntheticEmbedder, bytes]:
-    """The store at ``path`` with ``n`` documents; its embedder, and the passage sidecar of the save before the last."""
+def make_embedder(n: int) -> Embedder:
     rng = np.random.default_rng(7)
     centres = rng.normal(size=(max(50, n // 200), DIM)).astype(np.float32)
-    embedder = Embedder(clustered(n, rng, centres))
+    return Embedder(clustered(n, rng, centres))
+
+
+def build(path: Path, n: int) -> tuple[SyntheticEmbedder, bytes]:
+    """The store at ``path`` with ``n`` documents; its embedder, and the passage sidecar of the save before the last."""
+    embedder = make_embedder(n)
     lines = [json.dumps({"type": "document", "id": f"doc-{i}", "title": f"Synthetic document {i}",
                          "date": "2024-01-01", "text": f"item {i}"}) for i in range(n)]
     with MemoryStore.open(path, embedder=embedder) as store:
@@ -85,12 +93,27 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="keep the built store in DIR/<n> and reuse it on later runs")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-index-open-") as tmp:
-        sound, disagreeing = Path(tmp) / "sound", Path(tmp) / "disagreeing"
-        t = time.perf_counter()
-        embedder, earlier = build(sound, args.n)
-        print(f"built a store of {args.n} vectors in {time.perf_counter() - t:.1f} s")
+    with contextlib.ExitStack() as stack:
+        if args.keep is None:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-index-open-")))
+        else:
+            work = args.keep / str(args.n)
+            work.mkdir(parents=True, exist_ok=True)
+        sound, disagreeing, earlier_file = work / "sound", work / "disagreeing", work / "earlier-sidecar.json"
+        if earlier_file.exists():
+            embedder, earlier = make_embedder(args.n), earlier_file.read_bytes()
+            print(f"reusing the store of {args.n} vectors in {work}")
+        else:
+            shutil.rmtree(sound, ignore_errors=True)
+            t = time.perf_counter()
+            embedder, earlier = build(sound, args.n)
+            print(f"built a store of {args.n} vectors in {time.perf_counter() - t:.1f} s")
+            if args.keep is not None:
+                earlier_file.write_bytes(earlier)
+        shutil.rmtree(disagreeing, ignore_errors=True)
         shutil.copytree(sound, disagreeing)
         disagree(disagreeing, earlier)
         times: dict[str, list[float]] = {"sound": [], "disagreeing": []}

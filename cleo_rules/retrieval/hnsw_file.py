@@ -56,7 +56,7 @@ from typing import Literal
 import hnswlib
 import numpy as np
 
-from .hnsw_layout import LayoutError, check_hnsw_file, read_whole
+from .hnsw_layout import LayoutError, Visit, check_hnsw_file, read_whole
 
 #: The distance spaces hnswlib knows.
 Space = Literal["l2", "ip", "cosine"]
@@ -398,20 +398,23 @@ class VectorIndex:
             raise IndexInvalid("index file checksum does not match its sidecar", mismatch=meta)
 
     @classmethod
-    def salvage(cls, path: Path, meta: dict, *, space: Space = "cosine", ef_search: int = 64):
+    def salvage(cls, path: Path, meta: dict, *, space: Space = "cosine", ef_search: int = 64,
+                visit: Visit | None = None):
         """Load the file ``meta`` names although its bytes differ from ``meta``, if it is whole and sound.
 
         The file is checked in full first (:func:`~cleo_rules.retrieval.hnsw_layout.read_whole`:
         every offset, neighbour and level hnswlib would trust), on the very
         descriptor then handed to hnswlib. Returns ``(index, layout)``: the
         index with the file's live labels, and what the file holds, for the
-        caller to reconcile with SQLite. :class:`IndexInvalid` when unsound.
+        caller to reconcile with SQLite (``visit`` sees the stored vectors
+        block by block as the check reads them). :class:`IndexInvalid` when
+        unsound.
         """
         path = Path(path)
         fd = _open_regular(path.with_name(meta["file"]), "index file")
         try:
             try:
-                layout = read_whole(fd, dim=meta["dim"], M=meta["M"])
+                layout = read_whole(fd, dim=meta["dim"], M=meta["M"], visit=visit)
             except LayoutError as exc:
                 raise IndexInvalid(f"index file is not whole either: {exc}") from None
             except OSError as exc:

@@ -15,8 +15,10 @@ that handing the file to hnswlib cannot read or write out of bounds:
   neighbours each, each an element that itself reaches that level;
 * the file ends exactly where its structure does.
 
-It returns the labels, the deletion marks and the stored vectors, so the
-caller can reconcile them with SQLite. Pure numpy: nothing here calls hnswlib.
+It returns the labels and the deletion marks, and shows the caller each
+block of stored vectors as it goes (``visit``), so the caller can compare
+them with SQLite's. The file is read once, in blocks of elements, into one
+buffer reused for every block. Pure numpy: nothing here calls hnswlib.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import errno
 import math
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,20 +85,29 @@ class Layout:
 
     labels: np.ndarray  # uint64
     deleted: np.ndarray  # bool
-    vectors: np.ndarray  # float32, (count, dim), as stored (normalised for cosine)
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks = []
+#: ``visit(labels, vectors)``: one block of elements, their labels and stored vectors (normalised for cosine),
+#: views into a buffer that the next block overwrites.
+Visit = Callable[[np.ndarray, np.ndarray], None]
+
+_BLOCK_ELEMENTS = 8192
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> None:
     at = 0
-    while at < size:
-        block = os.pread(fd, min(size - at, 64 << 20), at)
-        if not block:
-            break
-        chunks.append(block)
-        at += len(block)
-    return b"".join(chunks)
+    while at < len(view):
+        got = os.preadv(fd, [view[at:]], offset + at)
+        if not got:
+            raise LayoutError("the file ended while it was read (it shrank meanwhile)")
+        at += got
+
+
+def _pread(fd: int, size: int, offset: int) -> bytearray:
+    data = bytearray(size)
+    with memoryview(data) as view:
+        _pread_into(fd, view, offset)
+    return data
 
 
 def _check_header(fields: tuple, *, dim: int, M: int) -> tuple[int, int, int, int]:
@@ -129,11 +141,14 @@ def _check_level0(block: np.ndarray, count: int, max_m0: int) -> np.ndarray:
     return (flags & _DELETE_MARK).astype(bool)
 
 
-def _upper_lists(data: bytes, start: int, count: int, list_bytes: int, max_level: int) -> tuple[np.ndarray, list]:
-    """Walk the per-element upper-level lists; return each element's level and ``(element, offset, levels)``."""
+def _upper_lists(data: bytearray, base: int, count: int, list_bytes: int, max_level: int) -> tuple[np.ndarray, list]:
+    """Walk the per-element upper-level lists (``data``: the file from offset ``base`` on).
+
+    Returns each element's level and ``(element, offset in data, levels)``.
+    """
     levels = np.zeros(count, dtype=np.int64)
     lists = []
-    at = start
+    at = 0
     end = len(data)
     unpack = struct.Struct("<I").unpack_from
     for element in range(count):
@@ -148,11 +163,11 @@ def _upper_lists(data: bytes, start: int, count: int, list_bytes: int, max_level
             lists.append((element, at, size // list_bytes))
             at += size
     if at != end:
-        raise LayoutError(f"the file is {end} bytes, its structure says {at}")
+        raise LayoutError(f"the file is {base + end} bytes, its structure says {base + at}")
     return levels, lists
 
 
-def _check_upper(data: bytes, lists: list, levels: np.ndarray, M: int) -> None:
+def _check_upper(data: bytearray, lists: list, levels: np.ndarray, M: int) -> None:
     if not lists:
         return
     width = M + 1
@@ -171,25 +186,42 @@ def _check_upper(data: bytes, lists: list, levels: np.ndarray, M: int) -> None:
         raise LayoutError("an upper-level neighbour does not reach that level")
 
 
-def read_whole(fd: int, *, dim: int, M: int) -> Layout:
-    """Check the hnswlib file open on ``fd`` in full (see the module); :class:`LayoutError` when unsound."""
-    data = _read_all(fd)
-    if len(data) < HEADER.size:
-        raise LayoutError(f"the file is {len(data)} bytes, shorter than a header")
-    fields = HEADER.unpack_from(data, 0)
+def read_whole(fd: int, *, dim: int, M: int, visit: Visit | None = None) -> Layout:
+    """Check the hnswlib file open on ``fd`` in full (see the module); :class:`LayoutError` when unsound.
+
+    ``visit`` sees each block's labels and vectors as they are read; the
+    layout is sound only if this returns (a caller discards what it saw when
+    it raises).
+    """
+    size = os.fstat(fd).st_size
+    if size < HEADER.size:
+        raise LayoutError(f"the file is {size} bytes, shorter than a header")
+    fields = HEADER.unpack(_pread(fd, HEADER.size, 0))
     count, per_element, links0, max_level = _check_header(fields, dim=dim, M=M)
     start = HEADER.size + count * per_element
-    if start + 4 * count > len(data):
-        raise LayoutError(f"the file is {len(data)} bytes, too short for {count} elements")
-    levels, lists = _upper_lists(data, start, count, M * 4 + 4, max_level)
+    if start + 4 * count > size:
+        raise LayoutError(f"the file is {size} bytes, too short for {count} elements")
+    tail = _pread(fd, size - start, start)
+    levels, lists = _upper_lists(tail, start, count, M * 4 + 4, max_level)
     if count and levels[fields[7]] != max_level:
         raise LayoutError("the entry point is not on the top level")
-    block = np.frombuffer(data, dtype=np.uint8, count=count * per_element, offset=HEADER.size).reshape(count,
-                                                                                                    per_element)
-    deleted = _check_level0(block, count, 2 * M)
-    _check_upper(data, lists, levels, M)
-    labels = np.ascontiguousarray(block[:, links0 + dim * 4 :]).view("<u8").reshape(count)
-    if len(np.unique(labels)) != count:
+    _check_upper(tail, lists, levels, M)
+    del tail
+    labels = np.empty(count, dtype=np.uint64)
+    deleted = np.empty(count, dtype=bool)
+    buffer = bytearray(min(count, _BLOCK_ELEMENTS) * per_element)
+    for first in range(0, count, _BLOCK_ELEMENTS):
+        n = min(_BLOCK_ELEMENTS, count - first)
+        with memoryview(buffer) as view:
+            _pread_into(fd, view[: n * per_element], HEADER.size + first * per_element)
+        block = np.frombuffer(buffer, dtype=np.uint8, count=n * per_element).reshape(n, per_element)
+        deleted[first : first + n] = _check_level0(block, count, 2 * M)
+        labels[first : first + n] = np.ascontiguousarray(block[:, links0 + dim * 4 :]).view("<u8").reshape(n)
+        if visit is not None:
+            # each element's vector bytes as one (n, dim) float32 view, without copying
+            visit(labels[first : first + n], np.ndarray((n, dim), dtype="<f4", buffer=buffer, offset=links0,
+                                                        strides=(per_element, 4)))
+    ordered = np.sort(labels)
+    if (ordered[1:] == ordered[:-1]).any():
         raise LayoutError("two elements share a label")
-    vectors = np.ascontiguousarray(block[:, links0 : links0 + dim * 4]).view("<f4").reshape(count, dim)
-    return Layout(labels=labels.astype(np.uint64), deleted=deleted, vectors=vectors)
+    return Layout(labels=labels, deleted=deleted)

@@ -43,6 +43,7 @@ import sqlite_utils
 
 from ..errors import StoreError
 from .hnsw_file import IndexInvalid, VectorIndex, index_file, remove_stale_temp_files, sidecar_path
+from .hnsw_reconcile import Comparison
 from .provenance import META_KEYS, Recorded, embedder_provenance, meta_rows, probe_vector
 from .sqlite_schema import GENERATIONS_SQL, LOCK_FILE, check_regular, describe_mode, write_transaction
 from .tables import TABLES, Source
@@ -344,49 +345,34 @@ class IndexSet:
     def _salvage(self, source: Source, exc: IndexInvalid, kept: str) -> VectorIndex | None:
         """The index file of a pair that disagrees, checked in full and reconciled with SQLite; None if unsound.
 
-        No vector is added to the graph unless SQLite holds it and the file
-        does not (or holds another), so this costs far less than a rebuild
-        (``bench/bench_index_open.py`` compares it with a sound open); it
-        says so once, at the open.
+        SQLite's vectors are read once and compared with the file's while the
+        file is checked (:mod:`~cleo_rules.retrieval.hnsw_reconcile`); no
+        vector is added to the graph unless SQLite holds it and the file does
+        not (or holds another), so this costs far less than a rebuild
+        (``bench/bench_index_open.py`` compares it with a sound open). This
+        is the one place that warns about it, once per open.
         """
-        assert exc.mismatch is not None
+        meta = exc.mismatch
+        assert meta is not None
+        comparison = Comparison.read(self.db.conn, TABLES[source].pieces, meta["dim"])
         try:
-            index, layout = VectorIndex.salvage(self.index_path(source), exc.mismatch, ef_search=self.ef_search)
+            index, layout = VectorIndex.salvage(self.index_path(source), meta, ef_search=self.ef_search,
+                                                visit=comparison.visit)
         except IndexInvalid as worse:
             exc.reason = f"{exc.reason}, and the {worse.reason}"
             return None
-        added, removed, replaced = self.reconcile(source, index, layout)
+        added, removed, replaced = comparison.apply(index, layout)
+        damaged = (f"; {len(comparison.damaged)} with a damaged embedding in SQLite are left out "
+                   f"(labels {comparison.damaged[:5].tolist()})") if len(comparison.damaged) else ""
         warnings.warn(
             f"{TABLES[source].label} index in {self.path}: {exc.reason} (its pair disagrees); the file itself is "
             f"whole, so it was loaded and reconciled with SQLite ({added} added, {removed} removed, {replaced} "
-            f"replaced){kept}",
+            f"replaced{damaged}){kept}",
             StoreWarning,
             stacklevel=5,
         )
         index.dirty = True
         return index
-
-    def reconcile(self, source: Source, index: VectorIndex, layout) -> tuple[int, int, int]:
-        """Make ``index`` (loaded from ``layout``) hold exactly SQLite's labels and vectors; (added, removed, replaced)."""
-        order = np.argsort(layout.labels)
-        file_labels = layout.labels[order].astype(np.int64)
-        live = self._db_labels(source)
-        removed = index.delete(index.labels - live)
-        added = replaced = 0
-        have = np.sort(np.fromiter(index.labels, dtype=np.int64, count=len(index)))
-        for labels, vectors in self._vectors(source):
-            at = np.minimum(np.searchsorted(file_labels, labels), max(len(file_labels) - 1, 0))
-            known = (file_labels[at] == labels) if len(file_labels) else np.zeros(len(labels), dtype=bool)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            wanted = vectors / np.where(norms == 0, 1, norms)
-            stored = layout.vectors[order[at]] if len(file_labels) else wanted
-            revived = ~np.isin(labels, have, assume_unique=True)
-            differs = ~known | revived | (np.abs(stored - wanted).max(axis=1) > 1e-5)
-            if differs.any():
-                index.put(vectors[differs], labels[differs])
-                added += int((differs & (~known | revived)).sum())
-                replaced += int((differs & known & ~revived).sum())
-        return added, removed, replaced
 
     def empty(self, sources: Iterable[Source]) -> bool:
         """True when none of ``sources`` has a vector indexed."""
