@@ -7,8 +7,9 @@ is then checked in full (:func:`~cleo_rules.retrieval.hnsw_layout.read_whole`),
 and everything it holds that a search can return is checked against SQLite,
 the store's one source of truth:
 
-* **labels**: the file's live labels that SQLite no longer holds are marked
-  deleted; SQLite's labels that the file lacks, or marks deleted, are added;
+* **labels**: the file's live labels that SQLite no longer holds (or holds
+  with a damaged embedding) are marked deleted; SQLite's labels that the
+  file lacks, or marks deleted, are added;
 * **vectors**: every vector the file stores under a label SQLite holds is
   compared with SQLite's (normalised as hnswlib stores it, within 1e-5 per
   component); one that differs is replaced by SQLite's.
@@ -38,7 +39,8 @@ class Comparison:
     """SQLite's vectors of one source, sorted by label, and the file's labels whose vector differs from them.
 
     ``damaged`` are labels SQLite holds with an embedding of the wrong type
-    or length: they stay (they are SQLite's) but have no vector to compare.
+    or length: with no vector to compare, they are left out of the index, as
+    a rebuild leaves them out.
     """
 
     def __init__(self, labels: np.ndarray, vectors: np.ndarray, damaged: np.ndarray):
@@ -107,8 +109,7 @@ class Comparison:
         removed, replaced)``.
         """
         live = np.sort(layout.labels[~layout.deleted].astype(np.int64))  # unique: the layout check says so
-        present = np.union1d(self.labels, self.damaged) if len(self.damaged) else self.labels
-        removed = index.delete(live[~_within(live, present)])
+        removed = index.delete(live[~_within(live, self.labels)])  # a damaged embedding's too, as a rebuild would
         fresh = self.labels[~_within(self.labels, live)]  # absent from the file, or marked deleted there
         differs = np.unique(np.concatenate(self._differs)) if self._differs else np.zeros(0, dtype=np.int64)
         replaced = differs[_within(differs, live)]

@@ -8,7 +8,7 @@ owns the indexes of one store and everything about their lifecycle:
   foreign index is rebuilt from the stored vectors; one that is merely behind
   (a process died before saving it) is caught up; a file whose sidecar is
   sound but describes other bytes is checked in full and reconciled with
-  SQLite (:meth:`IndexSet.reconcile`) instead of rebuilt; each time a
+  SQLite (:mod:`~cleo_rules.retrieval.hnsw_reconcile`) instead of rebuilt; each time a
   :class:`StoreWarning` says so;
 * **generations**: every write bumps a per-source ``generation`` counter in
   ``meta`` inside its transaction (:meth:`IndexSet.advance`);

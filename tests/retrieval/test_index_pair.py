@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import warnings
 
 import numpy as np
@@ -24,6 +25,7 @@ from cleo_rules.retrieval import MemoryStore, StoreWarning
 from cleo_rules.retrieval.hnsw_file import VectorIndex, index_file, sidecar_path
 from cleo_rules.retrieval.hnsw_layout import HEADER, LayoutError, read_whole
 from cleo_rules.retrieval.index_set import IndexSet
+from cleo_rules.retrieval.tables import Source
 
 LINES = (data_dir() / "sample_memory.jsonl").read_text(encoding="utf-8").splitlines()
 QUERIES = ["van insurance excess and tools cover", "boiler care club members", "copper pipe prices"]
@@ -244,3 +246,27 @@ def test_index_pair_replaced_as_one_the_full_check_refuses_a_broken_graph(whole_
                 read_whole(fd, dim=8, M=4)
         finally:
             os.close(fd)
+
+
+def test_index_pair_replaced_as_one_a_disagreeing_pair_with_a_damaged_embedding_says_so_once(
+        store_path, embedder, builds):
+    """The file's vector that differs from SQLite's is replaced; a damaged SQLite embedding is named in the one warning."""
+    damaged_vector(store_path, embedder)  # element 0 of the passage file now holds another vector
+    db = sqlite3.connect(store_path / "memory.db")
+    with db:
+        first, wanted = db.execute("SELECT label, embedding FROM passages ORDER BY label LIMIT 1").fetchone()
+        (broken,) = db.execute("SELECT max(label) FROM passages").fetchone()
+        db.execute("UPDATE passages SET embedding = x'00' WHERE label = ?", (broken,))
+    db.close()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with MemoryStore.open(store_path, embedder=embedder, read_only=True) as store:
+            index = store.indexes[Source.DOCUMENT]
+            labels, scores = index.query(np.frombuffer(wanted, dtype=np.float32)[None, :], 1)
+            assert broken not in index.labels  # left out, as a rebuild leaves it out
+    said = [str(w.message) for w in record if issubclass(w.category, StoreWarning)]
+    assert len(said) == 1, said
+    assert "pair disagrees" in said[0] and "1 replaced" in said[0], said
+    assert f"1 with a damaged embedding in SQLite are left out (labels [{broken}])" in said[0], said
+    assert labels[0, 0] == first and scores[0, 0] > 0.9999  # SQLite's vector, not the file's
+    assert builds == []
