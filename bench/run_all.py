@@ -7,13 +7,17 @@ text, and two checkouts can be compared line by line:
 * ``eval_retrieval.py``  irrelevant share of the top-k, raw / shaped / oracle;
 * ``eval_anchors.py``    follow-ups searched with other anchors;
 * ``eval_dialogue.py``   detection and query quality on CANARD and GECOR;
+* ``eval_business.py``   detection, subject kept, rejected words and bare
+  referents on the business-register conversations;
 * ``dump_decisions.py``  every decision on the turns we have, compared with
   the committed dump (``--baseline``): a change in behaviour shows here.
 
 ``--timings`` adds the timing scripts (``bench_classify.py``,
 ``bench_corpus.py``, ``bench_pack.py``, ``bench_turn.py``), each printing
 its figures and ratios side by side; ``bench_store.py``,
-``bench_serve.py`` and ``bench_embed.py`` take minutes and are run on their own. ``--out DIR``
+``bench_serve.py`` and ``bench_embed.py`` take minutes and are run on their own,
+and so does ``bench_replicas.py`` (turns against one service and two on one
+PostgreSQL, about three minutes), which ``--only bench_replicas`` also runs. ``--out DIR``
 also writes each script's output to ``DIR/<script>.txt``, for comparing two
 checkouts with ``diff -r``. Exits 1 if any script fails.
 
@@ -40,6 +44,7 @@ DETERMINISTIC = (
     ("eval_retrieval.py", ("--chart", "{tmp}/eval_retrieval.png")),
     ("eval_anchors.py", ()),
     ("eval_dialogue.py", ("--chart", "{tmp}/eval_dialogue.png")),
+    ("eval_business.py", ("--misses",)),
     ("dump_decisions.py", ("{tmp}/decisions.jsonl.gz",)),
 )
 #: timing scripts run by ``--timings``, each short enough for a shared machine
@@ -48,6 +53,10 @@ TIMINGS = (
     ("bench_corpus.py", ()),
     ("bench_pack.py", ()),
     ("bench_turn.py", ()),
+)
+#: scripts that take minutes, run only when named with ``--only``
+ON_REQUEST = (
+    ("bench_replicas.py", ()),
 )
 
 
@@ -69,7 +78,7 @@ def run(script: str, args: tuple[str, ...], tmp: str, out_dir: Path | None) -> b
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--timings", action="store_true", help="also the timing scripts")
     ap.add_argument("--out", type=Path, default=None, help="also write each script's output to DIR/<script>.txt")
     ap.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these scripts (e.g. eval_anchors)")
@@ -78,10 +87,11 @@ def main(argv=None) -> int:
     plan = list(DETERMINISTIC) + (list(TIMINGS) if args.timings else [])
     if args.only:
         wanted = {Path(n).stem for n in args.only}
-        unknown = wanted - {Path(s).stem for s, _ in DETERMINISTIC + TIMINGS}
+        known = DETERMINISTIC + TIMINGS + ON_REQUEST
+        unknown = wanted - {Path(s).stem for s, _ in known}
         if unknown:
             ap.error(f"no such script: {', '.join(sorted(unknown))}")
-        plan = [(s, a) for s, a in DETERMINISTIC + TIMINGS if Path(s).stem in wanted]
+        plan = [(s, a) for s, a in known if Path(s).stem in wanted]
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     failed = []

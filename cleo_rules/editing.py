@@ -17,7 +17,10 @@ file of another pack, nor anything of a bundled or installed pack
 ``site-packages`` are read-only here.
 
 **Judged whole, before anything is written.** The pack's files and its corpus
-are copied into a private temporary directory with the edit in place, and
+are copied into a private temporary directory with the edit in place (its
+bases are not: the copy is judged at home where the pack is,
+:func:`~cleo_rules.pack.compose.judged_as`, so each base it names by a
+relative path, and theirs, is the very directory the pack is built on), and
 the copy is judged by the serving gate's own judgement
 (:func:`cleo_rules.runtime.judge`: compile, lints, the version range
 required, every example and the corpus). Its problems, placed at
@@ -230,58 +233,14 @@ def _mirror(real: Path, inside: Path, copy: Path) -> None:
         os.symlink(os.path.realpath(real), copy)
 
 
-def _relative_bases(src) -> list[str]:
-    """The bases the manifest ``src`` (as loaded) names by a relative directory path (``extends: ../base``)."""
-    from .pack.compose import path_like, read_refs
-
-    if src is None or not isinstance(src.data, dict):
-        return []
-    return [ref.spec for ref in read_refs(src) if path_like(ref.spec) and not os.path.isabs(ref.spec)]
-
-
-def _link_bases(pack_dir: Path, staged_pack: Path, root: Path) -> list[tuple[Path, Path]]:
-    """Make each base the staged manifest names by a relative path lead, from the copy, to the base it names from
-    the pack (a link to its directory, where the copy looks for it): ``(link, base)`` for each."""
-    links = []
-    for spec in _relative_bases(load_yaml(staged_pack / MANIFEST)[0]):
-        real = Path(os.path.normpath(pack_dir.resolve() / spec))
-        link = Path(os.path.normpath(staged_pack / spec))
-        if real.name == MANIFEST and real.is_file():
-            real, link = real.parent, link.parent
-        if root not in link.parents or os.path.lexists(link) or not real.is_dir():
-            continue  # one that does not resolve from the pack is refused from the copy as from the pack
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(real, link, target_is_directory=True)
-        links.append((link, real))
-    return links
-
-
-def _depth(pack_dir: Path, target: PackFile, data: bytes) -> int:
-    """How many directories up a base the pack (as edited) names by a relative path lies from the pack, at most."""
-    from .pack.load import parse_yaml
-
-    manifests = [load_yaml(pack_dir / MANIFEST)[0]]
-    if target.role == "manifest":
-        try:
-            manifests.append(parse_yaml(data.decode("utf-8"), target.path, target.name)[0])
-        except UnicodeDecodeError:
-            pass
-    ups = [0]
-    for spec in (spec for src in manifests for spec in _relative_bases(src)):
-        parts = Path(os.path.normpath(spec)).parts
-        ups.append(next((i for i, part in enumerate(parts) if part != ".."), len(parts)))
-    return min(max(ups), 16)
-
-
-def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[Path, Path, list[tuple[Path, Path]]]:
-    """Copy the pack (its manifest, the files the manifest as edited lists) and its corpus under ``root``, laid
-    out as they are (the corpus beside the pack), with ``data`` as ``target``'s content, and the bases it names by
-    a relative path linked where the copy looks for them (the copy lies deep enough in ``root`` that they are in
-    it); ``(pack, corpus, [(base link, base)])``.
+def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[Path, Path]:
+    """Copy the pack (its manifest, the files the manifest as edited lists) and its corpus into ``root``, laid
+    out as they are (the corpus beside the pack), with ``data`` as ``target``'s content; ``(pack, corpus)``. The
+    bases are not copied: the copy is judged at home where the pack is (:func:`~cleo_rules.pack.compose.judged_as`),
+    so each base it names by a relative path, and theirs, is the very directory the pack's is.
     """
     corpus = corpus_dir_of(pack_dir)
-    home = root.joinpath(*["up"] * _depth(pack_dir, target, data))
-    staged_pack, staged_corpus = home / pack_dir.name, home / "corpus"
+    staged_pack, staged_corpus = root / pack_dir.name, root / "corpus"
     staged_pack.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pack_dir / MANIFEST, staged_pack / MANIFEST)
     for path in (p for group in corpus_files(corpus) for p in group):
@@ -299,7 +258,7 @@ def _stage(pack_dir: Path, target: PackFile, data: bytes, root: Path) -> tuple[P
         copy = staged_pack / name
         if copy.resolve() != at.resolve() and not os.path.lexists(copy):
             _mirror(pack_dir / name, pack_dir, copy)
-    return staged_pack, staged_corpus, _link_bases(pack_dir, staged_pack, root)
+    return staged_pack, staged_corpus
 
 
 def _placed(p: Problem, moves: list[tuple[Path, Path]]) -> Problem:
@@ -372,12 +331,14 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
     built again from it): its problems (placed at the real files, errors first), the edited pack's identity (None
     when it does not compile) and the generated files rebuilt."""
     from .pack.cache import written_later
+    from .pack.compose import judged_as
     from .runtime import judge_accepting
 
     root = _root(pack_dir)
     try:
-        staged_pack, staged_corpus, links = _stage(pack_dir, target, data, root)
-        with written_later():  # the cache's entries are written once the editing pauses, off the request's path
+        staged_pack, staged_corpus = _stage(pack_dir, target, data, root)
+        # the cache's entries are written once the editing pauses, off the request's path
+        with judged_as(staged_pack, pack_dir), written_later():
             generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
             result, accepted = judge_accepting(staged_pack, require=require)
         found = result.errors()  # what the gate refuses a pack for, as it says it
@@ -388,7 +349,8 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
             report = result.verdict.corpus_report
             if report is not None:
                 found += [p for p in report.problems if p.severity != "error"] + report.open_problems()
-        moves = [(staged_pack, pack_dir.resolve()), (staged_corpus, corpus_dir_of(pack_dir))] + links
+        # the pack's own files named as the pack is named (as the editor lists them), its corpus's as it is found
+        moves = [(staged_pack, Path(os.path.abspath(pack_dir))), (staged_corpus, corpus_dir_of(pack_dir))]
         placed = [_placed(p, moves) for p in found]
         placed.sort(key=lambda p: (p.severity != "error", p.severity != "warning", p.rank))
         pack = result.pack

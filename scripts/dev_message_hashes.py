@@ -1,8 +1,10 @@
 """Write the hashes of the evaluation sets' messages (tests/data/dev_message_hashes.txt).
 
-The pack's rules, examples and corpus must not copy a message of the
+The pack's rules, examples, lexicons and corpus must not copy a message of the
 evaluation data (``../shared/eval``: the dialogue sets' ``message`` fields,
-the SGD ``utterance`` and the TREC CAsT ``raw_utterance`` of each line).
+the SGD ``utterance``, the TREC CAsT ``raw_utterance`` of each line, and the
+business-register cases' ``message`` with the user turns of their
+``history``, which are written for that set alone).
 The data is not in the repository, so ``tests/project/test_dev_messages.py`` checks
 against these hashes instead, which it can do anywhere.
 
@@ -35,7 +37,10 @@ OUT = ROOT / "tests" / "data" / "dev_message_hashes.txt"
 DIGITS = 16
 #: (file under the evaluation folder, the field that holds the user's message)
 SOURCES = (("dialogue/canard.jsonl", "message"), ("dialogue/gecor_camrest.jsonl", "message"),
-           ("sgd_user_turns.jsonl", "utterance"), ("cast_turns.jsonl", "raw_utterance"))
+           ("sgd_user_turns.jsonl", "utterance"), ("cast_turns.jsonl", "raw_utterance"),
+           ("business/cases.jsonl", "message"))
+#: files whose lines' ``history`` user turns (strings, or ``{"role": "user"}`` turns) are hashed too
+WITH_HISTORY = frozenset({"business/cases.jsonl"})
 _ENDS = re.compile(r"^[\W_]+|[\W_]+$")
 _SPACE = re.compile(r"\s+")
 
@@ -56,9 +61,20 @@ def messages(eval_dir: Path):
         with (eval_dir / name).open(encoding="utf-8") as fh:
             for line in fh:
                 if line.strip():
-                    text = json.loads(line)[field]
-                    if isinstance(text, str):
-                        yield text
+                    row = json.loads(line)
+                    if isinstance(row[field], str):
+                        yield row[field]
+                    if name in WITH_HISTORY:
+                        yield from _user_turns(row.get("history") or ())
+
+
+def _user_turns(history):
+    """The user messages of a role-tagged history: its strings and its ``{"role": "user"}`` turns' contents."""
+    for turn in history:
+        if isinstance(turn, str):
+            yield turn
+        elif isinstance(turn, dict) and turn.get("role") == "user" and isinstance(turn.get("content"), str):
+            yield turn["content"]
 
 
 def hashes(eval_dir: Path) -> list[str]:

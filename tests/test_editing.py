@@ -307,3 +307,64 @@ def test_any_edit_is_written_exactly_when_the_pack_then_passes(team, data):
         no_copy_named(edit)
     finally:
         path.write_text(text, encoding="utf-8")  # every example starts from the same file
+
+
+# -- a chain of bases named by relative paths (issue 30, item 2) -------------------------------------------------
+
+
+def chained(root: Path) -> Path:
+    """``team/rules`` built on ``../up/rules``, itself built on ``../core/rules`` (a pack of its own); the working
+    directory the team's repository. Returns the team's directory."""
+    from cleo_rules.starter import init_pack
+
+    team = root / "team"
+    init_pack(str(team / "up" / "core"), standalone=True)
+    (team / "up" / "rules").mkdir(parents=True)
+    (team / "up" / "rules" / "pack.yaml").write_text("pack: up\nversion: 1.0.0\nlocale: en\nextends: [../core/rules]\n",
+                                                     encoding="utf-8")
+    init_pack(str(team))
+    manifest = team / "rules" / "pack.yaml"
+    text = manifest.read_text(encoding="utf-8")
+    manifest.write_text(text.replace("  - pack: cleo-en\n    version: \"^1.0\"", "  - pack: ../up/rules"),
+                        encoding="utf-8")
+    assert "../up/rules" in manifest.read_text(encoding="utf-8")
+    return team
+
+
+def test_edit_of_a_pack_on_a_chain_of_relative_bases_is_judged_as_it_checks(tmp_path, monkeypatch):
+    team = chained(tmp_path)
+    monkeypatch.chdir(team)
+    checked = check(team / "rules")
+    assert checked.ok, [p.format() for p in checked.errors()]
+    assert [b.name for b in checked.pack.composition.bases] == ["core", "up"]
+    name = "rules/corrections.yaml"
+    own, sha = read_file(team / "rules", name)
+    with PackManager(team / "rules") as manager:
+        edit = edit_file(team / "rules", name, own.replace("kind:", "# a comment\nkind:", 1), base=sha)
+        assert edit.written and edit.ok, [p.format() for p in edit.problems]
+        no_copy_named(edit)
+        assert edit.pack is not None and edit.pack["hash"] == check(team / "rules").pack.content_hash
+        assert edit.accepted is not None
+        manager.adopt(edit.accepted)  # a comment changes no rule: the same pack serves, nothing refused
+        assert manager.pack.content_hash == edit.pack["hash"] and manager.last_error is None
+        assert manager.rejections == 0
+        assert [b.path for b in manager.pack.composition.bases] == [team / "up" / "core" / "rules",
+                                                                     team / "up" / "rules"]
+    # a bad edit's errors name the pack's own paths and the bases' real ones, never the copy
+    manifest, msha = read_file(team / "rules", "rules/pack.yaml")
+    lost = edit_file(team / "rules", "rules/pack.yaml", manifest.replace("../up/rules", "../nowhere/rules"),
+                     base=msha)
+    assert not lost.written and [(p.code, p.file) for p in lost.errors()] == [("E150", "rules/pack.yaml")]
+    assert "no rule pack at nowhere/rules: " in lost.errors()[0].message  # where the pack itself looks for it
+    unknown = edit_file(team / "rules", "rules/pack.yaml",
+                        manifest.replace("disable: []", "disable: [follow_up.tell-me-mor]", 1), base=msha)
+    assert not unknown.written and [(p.code, p.file) for p in unknown.errors()] == [("E153", "rules/pack.yaml")]
+    broken = team / "up" / "core" / "rules" / "follow_ups.yaml"
+    broken.write_text(broken.read_text(encoding="utf-8").replace("max_content_words: 3", "max_content_words: lots"),
+                      encoding="utf-8")
+    refused = edit_file(team / "rules", name, own, base=edit.sha256)
+    assert not refused.written and refused.errors()
+    assert {p.file for p in refused.errors()} == {"up/core/rules/follow_ups.yaml"}, \
+        [p.format() for p in refused.errors()]
+    for done in (lost, unknown, refused):
+        no_copy_named(done)

@@ -46,8 +46,8 @@ def cache_dir(tmp_path, monkeypatch):
 
 def make(kind: str, where: Path) -> tuple[Path, str]:
     """A pack at ``where`` (its directory, and the file its edits change: a rule's description, the manifest's): a
-    copy of cleo-en with its corpus, a team pack on cleo-en, or a team pack on a standalone base named by a relative
-    path."""
+    copy of cleo-en with its corpus, a team pack on cleo-en, a team pack on a standalone base named by a relative
+    path, or on a base named so that is built on a standalone base named so in turn."""
     from cleo_rules.starter import init_pack
 
     if kind == "copy":
@@ -55,11 +55,18 @@ def make(kind: str, where: Path) -> tuple[Path, str]:
         shutil.copytree(rules_dir().parent / "corpus", where / "corpus")
         return where / "rules", FOLLOW_UPS
     init_pack(str(where / "team"))
+    base = {"relative": "../../shared/base/rules", "chain": "../up/rules"}.get(kind)
     if kind == "relative":
         init_pack(str(where / "shared" / "base"), standalone=True)
+    if kind == "chain":  # a base built on a base, each named by a relative path
+        init_pack(str(where / "team" / "up" / "core"), standalone=True)
+        (where / "team" / "up" / "rules").mkdir(parents=True)
+        (where / "team" / "up" / "rules" / "pack.yaml").write_text(
+            "pack: up\nversion: 1.0.0\nlocale: en\nextends: [../core/rules]\n", encoding="utf-8")
+    if base is not None:
         manifest = where / "team" / "rules" / "pack.yaml"
         text = manifest.read_text(encoding="utf-8")
-        named = text.replace("  - pack: cleo-en\n    version: \"^1.0\"", "  - pack: ../../shared/base/rules")
+        named = text.replace("  - pack: cleo-en\n    version: \"^1.0\"", f"  - pack: {base}")
         assert named != text
         manifest.write_text(named, encoding="utf-8")
     return where / "team" / "rules", MANIFEST
@@ -106,7 +113,7 @@ def spied(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("kind", ["copy", "team", "relative"])
+@pytest.mark.parametrize("kind", ["copy", "team", "relative", "chain"])
 def test_an_edit_is_served_as_loading_the_files_written_gives_it(kind, tmp_path, cache_dir, spied, monkeypatch):
     pack_dir, name = make(kind, tmp_path)
     monkeypatch.chdir(pack_dir.parent)

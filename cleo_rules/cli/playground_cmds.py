@@ -9,7 +9,7 @@ import click
 
 from ..errors import UsageError
 from .common import EXIT_CODES_HELP, PACK_HELP
-from .serve_cmds import SERVE_MODULES, _missing, allowed_hosts_option
+from .serve_cmds import SERVE_MODULES, _missing, allowed_hosts_option, append_key, keys_option, new_key_option
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -25,8 +25,10 @@ from .serve_cmds import SERVE_MODULES, _missing, allowed_hosts_option
                    "if the pack passes. Never a bundled or installed pack.")
 @click.option("--watch-interval", default=0.5, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds between polls of the pack directory.")
+@keys_option
+@new_key_option
 @allowed_hosts_option
-def playground(pack, port, writable_corpus, writable_pack, watch_interval, allowed_hosts):
+def playground(pack, port, writable_corpus, writable_pack, watch_interval, keys, new_key, allowed_hosts):
     """Serve the playground for conversation designers on 127.0.0.1 and print its URL.
 
     The page classifies a conversation turn by turn (kind, rule with its
@@ -41,15 +43,26 @@ def playground(pack, port, writable_corpus, writable_pack, watch_interval, allow
     Nothing is opened: go to the URL printed. No memory: for recalled items
     run `cleo-rules serve --memory ROOT`, which serves the same page at /.
 
+    It listens on 127.0.0.1 only, where every user of this machine can reach
+    it: on a shared machine start it with --keys FILE (as `serve` takes it;
+    make a key with --new-key '*'). The page then asks for the key once and
+    keeps it for the tab; saving regressions and editing need a key for
+    every tenant ('*').
+
     \b
     Examples:
       cleo-rules playground
       cleo-rules playground --pack rules/ --port 8765 --writable-corpus
       cleo-rules playground --pack rules/ --writable-pack --writable-corpus
+      cleo-rules playground --keys keys.txt --new-key '*'
+      cleo-rules playground --pack rules/ --writable-pack --keys keys.txt
     """
     from ..pack.sources import find_pack
     from ..serve.settings import ServeSettings
 
+    if new_key is not None:
+        append_key(keys, new_key)
+        return
     missing = _missing(SERVE_MODULES)
     if missing:
         raise UsageError(f"the playground needs the serve extra ({', '.join(missing)} missing): "
@@ -57,7 +70,7 @@ def playground(pack, port, writable_corpus, writable_pack, watch_interval, allow
     found = find_pack(pack)  # as every other command finds its pack; a pack that is not there is an error now
     try:
         settings = ServeSettings(pack=str(found.path), host="127.0.0.1", port=port, watch_interval=watch_interval,
-                                 writable_corpus=writable_corpus, writable_pack=writable_pack,
+                                 writable_corpus=writable_corpus, writable_pack=writable_pack, keys=keys,
                                  allowed_hosts=tuple(allowed_hosts))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -67,8 +80,9 @@ def playground(pack, port, writable_corpus, writable_pack, watch_interval, allow
 
     def listening(host, bound):
         edits = "; its files are edited in the page" if writable_pack else ""
-        click.echo(f"playground: http://{host}:{bound}/  (pack {found.to_dict()['path']}, {found.describe()}{edits}; "
-                   f"Ctrl-C stops it)")
+        keyed = "; a key is needed" if keys is not None else ""
+        click.echo(f"playground: http://{host}:{bound}/  (pack {found.to_dict()['path']}, {found.describe()}{edits}"
+                   f"{keyed}; Ctrl-C stops it)")
         sys.stdout.flush()
 
     run(settings, on_listening=listening)

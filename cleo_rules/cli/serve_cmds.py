@@ -33,6 +33,27 @@ allowed_hosts_option = click.option(
          "comma-separated or repeated. Without --keys any other Host is refused (403), against DNS rebinding; "
          "with --keys the Host is checked only when this is given.")
 
+#: the key file, for both commands: the same format, read again alike
+keys_option = click.option(
+    "--keys", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+    help="Key file (sha256 of each key and the tenants it may use); every /v1 request then needs "
+         "'Authorization: Bearer KEY'. Read again when it changes and on SIGHUP (a file that does not "
+         "load then keeps the keys read before).")
+new_key_option = click.option(
+    "--new-key", default=None, metavar="TENANTS",
+    help="Make a key for TENANTS ('a,b' or '*'), append its hash to --keys FILE, print the key, exit.")
+
+
+def append_key(keys, tenants: str) -> None:
+    """``--new-key TENANTS``: a new key for ``tenants``, its hash appended to the ``--keys`` file, the key printed."""
+    from ..serve.keys import KeyRing
+
+    if keys is None:
+        raise UsageError("--new-key needs --keys FILE to append the key's hash to")
+    key = KeyRing.append(keys, tenants)
+    click.echo(key)
+    click.echo(f"appended its hash to {keys}; the key itself is not stored, keep it now", err=True)
+
 
 DRAIN_HELP = ("Seconds from SIGTERM to exit: requests in flight finish meanwhile; an ingest still running at half "
               "of it stops after its batch and answers 503 with the lines stored.")
@@ -60,12 +81,8 @@ def _limit(name: str, help: str, kind: Any = int, **kwargs):
 @click.option("--host", default=DEFAULTS["host"], show_default=True,
               help="Address to bind; anything but loopback needs --keys.")
 @click.option("--port", default=DEFAULTS["port"], show_default=True, type=click.IntRange(0, 65535))
-@click.option("--keys", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Key file (sha256 of each key and the tenants it may use); every /v1 request then needs "
-                   "'Authorization: Bearer KEY'. Read again when it changes and on SIGHUP (a file that does not "
-                   "load then keeps the keys read before).")
-@click.option("--new-key", default=None, metavar="TENANTS",
-              help="Make a key for TENANTS ('a,b' or '*'), append its hash to --keys FILE, print the key, exit.")
+@keys_option
+@new_key_option
 @_limit("max_body_bytes", "Largest JSON body.", click.IntRange(1))
 @_limit("max_ingest_bytes", "Largest JSON Lines ingest body.", click.IntRange(1))
 @_limit("max_message_chars", "Longest message, history string, and text of a history item's content.",
@@ -110,14 +127,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
       cleo-rules serve --memory postgresql://cleo@db.internal/cleo --keys keys.txt --host 0.0.0.0
       cleo-rules serve --keys keys.txt --new-key acme,globex
     """
-    from ..serve.keys import KeyRing
-
     if new_key is not None:
-        if keys is None:
-            raise UsageError("--new-key needs --keys FILE to append the key's hash to")
-        key = KeyRing.append(keys, new_key)
-        click.echo(key)
-        click.echo(f"appended its hash to {keys}; the key itself is not stored, keep it now", err=True)
+        append_key(keys, new_key)
         return
     missing = _missing(SERVE_MODULES)
     if missing:

@@ -13,7 +13,8 @@ small pack that names it::
 
 Each base is the bundled pack (``cleo-en``), an installed pack by name (see
 :mod:`.sources`) or a directory relative to the manifest (``./base``,
-``../shared/rules``), each with an optional version range. A base may build
+``../shared/rules``: from the pack's real directory, links followed,
+:func:`base_dir`), each with an optional version range. A base may build
 on others in turn. The packs are applied in order, a base's own bases before
 it and the pack itself last (:func:`layers`): each one's ``settings`` and
 ``context`` override the earlier ones' key by key, its files add their rules,
@@ -34,9 +35,10 @@ packs in all (E156).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,8 @@ from .load import MANIFEST, LoadedFile, display, load_yaml, pointer_join
 from .model import Change
 from .sources import Version, VersionRange, VersionRangeError, available_packs, resolve_name
 
-__all__ = ["BUNDLED", "MAX_PACKS", "Declared", "Layer", "Plan", "Ref", "base_dirs", "directory_bases", "layers",
-           "plan", "read_refs"]
+__all__ = ["BUNDLED", "MAX_PACKS", "Declared", "Layer", "Plan", "Ref", "base_dir", "base_dirs", "directory_bases",
+           "home_of", "judged_as", "layers", "plan", "read_refs"]
 
 #: the bundled pack's name, as ``extends:`` names it
 BUNDLED = "cleo-en"
@@ -145,7 +147,7 @@ def _installed_names() -> list[str]:
 
 def _suggest(spec: str, here: Path) -> str:
     """Did-you-mean help for a base that cannot be found: the nearest installed pack, or a directory."""
-    if not path_like(spec) and (here / spec / MANIFEST).is_file():
+    if not path_like(spec) and (home_of(here) / spec / MANIFEST).is_file():
         return f"did you mean ./{spec}? a directory is named by a path (./{spec}); a bare word names an installed pack"
     names = _installed_names()
     close = difflib.get_close_matches(os.path.basename(spec.rstrip("/")), names, n=1, cutoff=0.6)
@@ -154,12 +156,49 @@ def _suggest(spec: str, here: Path) -> str:
             f"(./base)")
 
 
+# -- where a base named by a path is ----------------------------------------------------------------------------
+
+_stand_ins: dict[str, Path] = {}  # a private copy of a pack being judged (its real path) -> the pack's real directory
+
+
+def home_of(pack_dir) -> Path:
+    """The real directory of the pack in ``pack_dir``: the path with every link followed, as the kernel follows
+    them (a ``..`` after a link leads up from where the link leads). A private copy of a pack made to judge an
+    edit (:func:`judged_as`) is at home where the pack is. Bases named by a relative path are read from here,
+    and a pack is one pack of a composition (a cycle) by it."""
+    real = os.path.realpath(pack_dir)
+    return _stand_ins.get(real) or Path(real)
+
+
+def base_dir(spec: str, here) -> Path:
+    """The directory ``extends: [spec]`` (a path: :func:`path_like`) names from the manifest of the pack in
+    ``here``: relative to the pack's real directory (:func:`home_of`), every link followed; a path to a
+    ``pack.yaml`` names its directory. The one resolution of a base by its path: composing, the watcher's list
+    of directories, the cache's key and the judging of an edit all go through it, so the base a pack is checked
+    with is the base it is served with, however the pack's directory is named."""
+    path = Path(spec) if os.path.isabs(spec) else home_of(here) / spec
+    if path.name == MANIFEST and not path.is_dir():
+        path = path.parent
+    return Path(os.path.realpath(path))
+
+
+@contextlib.contextmanager
+def judged_as(copy, pack_dir) -> Iterator[None]:
+    """Within it, the pack in the directory ``copy`` (a private copy of the pack in ``pack_dir``, as an edit is
+    judged in) is at home in ``pack_dir``: its bases named by a relative path are the very directories the pack's
+    are, and a base that names the pack closes a cycle on the copy."""
+    key = os.path.realpath(copy)
+    _stand_ins[key] = home_of(pack_dir)
+    try:
+        yield
+    finally:
+        _stand_ins.pop(key, None)
+
+
 def locate(spec: str, here: Path) -> tuple[Path, str]:
     """``(directory, origin)`` of the pack ``spec`` names from a manifest in ``here``; :class:`PackNotFound`."""
     if path_like(spec):
-        path = Path(os.path.normpath(spec if os.path.isabs(spec) else here / spec))
-        if path.name == MANIFEST and not path.is_dir():
-            path = path.parent
+        path = base_dir(spec, here)
         if not (path / MANIFEST).is_file():
             raise PackNotFound(f"no rule pack at {display(path)}: {MANIFEST} not found")
         return path, "directory"
@@ -192,7 +231,7 @@ class _Walk:
         data = manifest.data if isinstance(manifest.data, dict) else {}
         given = data.get("pack")
         name = given if isinstance(given, str) else "?"
-        real = path.resolve()
+        real = home_of(path)
         stack = [*stack, (real, name)]
         sub: list[int] = []
         for ref in read_refs(manifest, self.problems):
@@ -213,7 +252,7 @@ class _Walk:
             self.problems.append(manifest.problem("E150", f"extends {ref.spec!r}: {exc}", ref.pointer, rank=1,
                                                   help=_suggest(ref.spec, here)))
             return None
-        real = path.resolve()
+        real = home_of(path)
         on_stack = [r for r, _ in stack]
         if real in on_stack:
             cycle = [n for _, n in stack[on_stack.index(real):]] + [stack[on_stack.index(real)][1]]
@@ -273,7 +312,7 @@ def directory_bases(pack_dir: Path, limit: int = MAX_PACKS) -> list[Path]:
     """The directories the pack in ``pack_dir`` is built on, by paths in its ``extends:`` and theirs (installed
     packs are not followed): what a watcher of the pack watches besides it. Cheap, and never raises."""
     out: list[Path] = []
-    todo, seen = [Path(pack_dir)], {Path(pack_dir).resolve()}
+    todo, seen = [Path(pack_dir)], {home_of(pack_dir)}
     while todo and len(out) < limit:
         here = todo.pop(0)
         src, _ = load_yaml(here / MANIFEST)
@@ -286,8 +325,8 @@ def directory_bases(pack_dir: Path, limit: int = MAX_PACKS) -> list[Path]:
                 path, _ = locate(ref.spec, here)
             except (PackNotFound, OSError):
                 continue
-            if path.resolve() not in seen:
-                seen.add(path.resolve())
+            if path not in seen:
+                seen.add(path)
                 out.append(path)
                 todo.append(path)
     return out

@@ -2,14 +2,23 @@
 
 hnswlib trusts its input: a truncated or corrupted index file can crash the
 process on load or on the first query, with no exception to catch. So an
-index file is never loaded unless its sidecar (``<name>.json`` beside it)
-says what the file must be and the file matches, byte for byte:
+index file is never loaded unless its sidecar (``<name>.json``, the index's
+manifest) says what the file must be and the file matches, byte for byte.
+
+**One step replaces the pair.** Each save writes a new generation: the index
+file under a name of its own (``<name>.g<16 hex digits>``) and a sidecar that
+names it. The sidecar is written last, and renamed over the old one in one
+step; until then readers find the old sidecar naming the old file, after it
+the new sidecar naming the new file. Files of older generations are removed
+after the switch, and any left by a save that died are removed by the next
+save. A store of the old layout (``<name>`` beside a sidecar of format 1
+that names no file) is read as it is and moves to the new layout at its
+next save.
 
 * the index and its sidecar are written to temporary files (mode 0600),
   flushed to disk and checked (the index file must end exactly where its
-  own structure says, since hnswlib reports no failed write), and only then
-  renamed over the old pair, so readers see the old pair or the new one and
-  a failed save (a full disk) leaves the old pair in place;
+  own structure says, since hnswlib reports no failed write), so a failed
+  save (a full disk, a crash) leaves the old pair in place;
 * the sidecar records the file's size and SHA-256, the element count, the
   dimension, the space, the model that made the vectors, the database
   generation it reflects and the labels that are marked deleted in the file
@@ -22,49 +31,92 @@ says what the file must be and the file matches, byte for byte:
 
 Anything that does not match raises :class:`IndexInvalid`; the caller
 (:class:`~cleo_rules.retrieval.index_set.IndexSet`) rebuilds from the vectors
-kept in SQLite. Labels are the SQLite row ids of the snippets or passages.
+kept in SQLite. When only the file's bytes disagree with a sound sidecar
+(``IndexInvalid.mismatch``), :meth:`VectorIndex.salvage` may still load the
+file once :func:`~cleo_rules.retrieval.hnsw_layout.read_whole` has checked
+every field hnswlib would trust; the caller then reconciles it with SQLite.
+Labels are the SQLite row ids of the snippets or passages.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import hashlib
 import json
 import os
+import re
 import secrets
 import stat
-import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import hnswlib
 import numpy as np
 
+from .hnsw_layout import LayoutError, Visit, check_hnsw_file, read_whole
+
 #: The distance spaces hnswlib knows.
 Space = Literal["l2", "ip", "cosine"]
-SIDECAR_FORMAT = 1
+SIDECAR_FORMAT = 2
+"""Format 2 names the index file of its generation; format 1 (the old layout) vouched for ``<name>`` itself."""
+LEGACY_SIDECAR_FORMAT = 1
 HNSWLIB_VERSION = "0.8.0"
 MIN_CAPACITY = 1024
 MAX_SIDECAR_BYTES = 64 << 20
 """A sidecar is read only up to this size (its list of deleted labels grows with the index: about 4M labels)."""
 
-_HEADER = struct.Struct("<QQQQQQiIQQQdQ")
-"""hnswlib 0.8.0's file header: offsets, capacity, element count, bytes per element, ..., M, mult, ef_construction."""
-
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class IndexInvalid(Exception):
-    """An index file cannot be trusted; ``reason`` says why in a few words."""
+    """An index file cannot be trusted; ``reason`` says why in a few words.
 
-    def __init__(self, reason: str):
+    ``mismatch`` is the sidecar (sound, and of this store) when only the
+    file's size or checksum differ from it: the pair disagrees.
+    """
+
+    def __init__(self, reason: str, *, mismatch: dict | None = None):
         super().__init__(reason)
         self.reason = reason
+        self.mismatch = mismatch
 
 
 def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + ".json")
+
+
+def _generation_name(path: Path) -> str:
+    return f"{path.name}.g{secrets.token_hex(8)}"
+
+
+def _is_generation(path: Path, name: str) -> bool:
+    return re.fullmatch(re.escape(path.name) + r"\.g[0-9a-f]{16}", name) is not None
+
+
+def index_file(path: Path) -> Path:
+    """The index file the sidecar of ``path`` names (``path`` itself in the old layout); :class:`IndexInvalid`."""
+    return path.with_name(VectorIndex.read_sidecar(path)["file"])
+
+
+def remove_old_generations(path: Path, keep: str | None) -> list[Path]:
+    """Delete the index files of ``path``'s other generations (and the old layout's file when ``keep`` is new).
+
+    Called by the one writer that holds ``index.lock``, after its sidecar is in place.
+    """
+    removed = []
+    for candidate in path.parent.glob(f"{glob.escape(path.name)}*"):
+        old_layout = candidate.name == path.name and keep is not None and keep != path.name
+        if candidate.name != keep and (old_layout or _is_generation(path, candidate.name)):
+            try:
+                if stat.S_ISREG(candidate.lstat().st_mode) or candidate.is_symlink():
+                    candidate.unlink()
+                    removed.append(candidate)
+            except OSError:  # pragma: no cover - gone meanwhile, or not ours to remove
+                pass
+    return removed
 
 
 def _sha256_fd(fd: int) -> tuple[str, int]:
@@ -109,41 +161,6 @@ def _open_regular(path: Path, what: str) -> int:
 
         raise IndexInvalid(f"{what} is {describe_mode(mode)}, not a regular file")
     return fd
-
-
-def check_hnsw_file(fd: int, *, slots: int, dim: int) -> int:
-    """Check that the hnswlib file open on ``fd`` is whole; return its size.
-
-    hnswlib writes its file through a C++ stream and never reports a failed
-    write: on a full disk it leaves a short file behind. This walks the
-    file's own structure (header, ``slots`` elements of the expected size,
-    then one link list per element) and raises ``OSError`` (ENOSPC) unless
-    the file ends exactly where its structure does.
-    """
-    size = os.fstat(fd).st_size
-    head = os.pread(fd, _HEADER.size, 0)
-    if len(head) < _HEADER.size:
-        raise OSError(errno.ENOSPC, f"index file was written short ({size} bytes, not even a header): is the disk full?")
-    _, _, count, per_element, *_ = _HEADER.unpack(head)
-    if count != slots:
-        raise OSError(errno.EIO, f"index file holds {count} elements, not {slots}")
-    if per_element < dim * 4:
-        raise OSError(errno.EIO, f"index file has {per_element} bytes per element, too few for {dim} dimensions")
-    offset = _HEADER.size + count * per_element
-    if size < offset + 4 * count:
-        raise OSError(errno.ENOSPC, f"index file was written short ({size} bytes of at least {offset + 4 * count}): "
-                                    "is the disk full?")
-    tail = os.pread(fd, size - offset, offset)
-    at = 0
-    for _ in range(count):
-        if at + 4 > len(tail):
-            raise OSError(errno.ENOSPC, f"index file was written short ({size} bytes): is the disk full?")
-        (links,) = struct.unpack_from("<I", tail, at)
-        at += 4 + links
-    if at != len(tail):
-        raise OSError(errno.ENOSPC if at > len(tail) else errno.EIO,
-                      f"index file is {size} bytes, its structure says {offset + at}: is the disk full?")
-    return size
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -270,8 +287,14 @@ class VectorIndex:
             meta = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise IndexInvalid("sidecar is not valid JSON") from None
-        if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
+        if not isinstance(meta, dict) or meta.get("format") not in (SIDECAR_FORMAT, LEGACY_SIDECAR_FORMAT):
             raise IndexInvalid("sidecar has an unknown format")
+        if meta["format"] == LEGACY_SIDECAR_FORMAT:
+            meta["file"] = Path(path).name  # the old layout: the index sits at the path itself
+        else:
+            name = meta.get("file")
+            if not isinstance(name, str) or not _is_generation(Path(path), name):
+                raise IndexInvalid("sidecar names no index file of this index")
         types = {
             "elements": int, "slots": int, "capacity": int, "dim": int, "space": str,
             "model": str, "generation": int, "sha256": str, "bytes": int, "M": int,
@@ -291,33 +314,20 @@ class VectorIndex:
         return meta
 
     @classmethod
-    def load(cls, path: Path, *, dim: int | None, model: str | None, space: Space = "cosine", ef_search: int = 64):
+    def load(cls, path: Path, *, dim: int | None, model: str | None, space: Space = "cosine", ef_search: int = 64,
+             expect: Callable[[dict], None] | None = None):
         """Load the index at ``path`` after checking it against its sidecar.
 
-        ``dim`` and ``model``, when given, must match what the sidecar says.
+        ``dim`` and ``model``, when given, must match what the sidecar says;
+        ``expect(sidecar)`` may raise :class:`IndexInvalid` for more checks.
         Returns ``(index, sidecar)``; raises :class:`IndexInvalid` without
-        touching hnswlib when anything is off.
+        touching hnswlib when anything is off. A sidecar naming a file that a
+        writer removed meanwhile is read again (its new one names the new file).
         """
         path = Path(path)
-        meta = cls.read_sidecar(path)
-        if meta["space"] != space:
-            raise IndexInvalid(f"space is {meta['space']!r}, expected {space!r}")
-        if dim is not None and meta["dim"] != dim:
-            raise IndexInvalid(f"dimension is {meta['dim']}, expected {dim}")
-        if model is not None and meta["model"] != model:
-            raise IndexInvalid(f"built with model {meta['model']!r}, expected {model!r}")
-        fd = _open_regular(path, "index file")
+        fd, meta = cls._open_named(path, dim=dim, model=model, space=space, expect=expect)
         try:
-            if os.fstat(fd).st_size != meta["bytes"]:
-                raise IndexInvalid(f"index file is {os.fstat(fd).st_size} bytes, sidecar says {meta['bytes']}")
-            try:
-                digest, size = _sha256_fd(fd)
-            except OSError as exc:
-                raise IndexInvalid(f"index file unreadable ({exc.strerror or exc})") from None
-            if size != meta["bytes"]:
-                raise IndexInvalid(f"index file is {size} bytes, sidecar says {meta['bytes']}")
-            if digest != meta["sha256"]:
-                raise IndexInvalid("index file checksum does not match its sidecar")
+            cls._verify(fd, meta)
             # hand hnswlib the descriptor we hashed, not the name, which may
             # point to another file by now
             source = f"/proc/self/fd/{fd}" if os.path.exists(f"/proc/self/fd/{fd}") else str(path)
@@ -338,6 +348,88 @@ class VectorIndex:
         if len(index._labels) != meta["elements"]:
             raise IndexInvalid("live labels do not match the sidecar")
         return index, meta
+
+    @classmethod
+    def _open_named(cls, path: Path, **checks) -> tuple[int, dict]:
+        """A descriptor of the index file the checked sidecar names, and the sidecar."""
+        attempt = 0
+        while True:
+            meta = cls._checked_sidecar(path, **checks)
+            try:
+                return _open_regular(path.with_name(meta["file"]), "index file"), meta
+            except IndexInvalid as exc:
+                attempt += 1
+                if attempt >= 3 or exc.reason != "index file missing" or not cls._renamed(path, meta):
+                    raise
+
+    @classmethod
+    def _checked_sidecar(cls, path: Path, *, dim, model, space, expect) -> dict:
+        meta = cls.read_sidecar(path)
+        if meta["space"] != space:
+            raise IndexInvalid(f"space is {meta['space']!r}, expected {space!r}")
+        if dim is not None and meta["dim"] != dim:
+            raise IndexInvalid(f"dimension is {meta['dim']}, expected {dim}")
+        if model is not None and meta["model"] != model:
+            raise IndexInvalid(f"built with model {meta['model']!r}, expected {model!r}")
+        if expect is not None:
+            expect(meta)
+        return meta
+
+    @classmethod
+    def _renamed(cls, path: Path, meta: dict) -> bool:
+        try:
+            return cls.read_sidecar(path)["file"] != meta["file"]
+        except IndexInvalid:
+            return False
+
+    @staticmethod
+    def _verify(fd: int, meta: dict) -> None:
+        """Check the file on ``fd`` against the sidecar, byte for byte (size, then SHA-256)."""
+        size = os.fstat(fd).st_size
+        if size != meta["bytes"]:
+            raise IndexInvalid(f"index file is {size} bytes, sidecar says {meta['bytes']}", mismatch=meta)
+        try:
+            digest, size = _sha256_fd(fd)
+        except OSError as exc:
+            raise IndexInvalid(f"index file unreadable ({exc.strerror or exc})") from None
+        if size != meta["bytes"]:
+            raise IndexInvalid(f"index file is {size} bytes, sidecar says {meta['bytes']}", mismatch=meta)
+        if digest != meta["sha256"]:
+            raise IndexInvalid("index file checksum does not match its sidecar", mismatch=meta)
+
+    @classmethod
+    def salvage(cls, path: Path, meta: dict, *, space: Space = "cosine", ef_search: int = 64,
+                visit: Visit | None = None):
+        """Load the file ``meta`` names although its bytes differ from ``meta``, if it is whole and sound.
+
+        The file is checked in full first (:func:`~cleo_rules.retrieval.hnsw_layout.read_whole`:
+        every offset, neighbour and level hnswlib would trust), on the very
+        descriptor then handed to hnswlib. Returns ``(index, layout)``: the
+        index with the file's live labels, and what the file holds, for the
+        caller to reconcile with SQLite (``visit`` sees the stored vectors
+        block by block as the check reads them). :class:`IndexInvalid` when
+        unsound.
+        """
+        path = Path(path)
+        fd = _open_regular(path.with_name(meta["file"]), "index file")
+        try:
+            try:
+                layout = read_whole(fd, dim=meta["dim"], M=meta["M"], visit=visit)
+            except LayoutError as exc:
+                raise IndexInvalid(f"index file is not whole either: {exc}") from None
+            except OSError as exc:
+                raise IndexInvalid(f"index file unreadable ({exc.strerror or exc})") from None
+            source = f"/proc/self/fd/{fd}" if os.path.exists(f"/proc/self/fd/{fd}") else str(path)
+            try:
+                raw = _load_hnsw(source, space, meta["dim"], max(len(layout.labels), MIN_CAPACITY))
+            except Exception as exc:  # pragma: no cover - a checked file loads
+                raise IndexInvalid(f"hnswlib could not load the file ({exc})") from None
+        finally:
+            os.close(fd)
+        index = cls(path, meta["dim"], space=space, M=meta["M"], ef_construction=meta["ef_construction"],
+                    ef_search=ef_search, _index=raw)
+        index._labels = {int(x) for x in layout.labels[~layout.deleted]}
+        return index, layout
 
     # -- contents -----------------------------------------------------------
 
@@ -370,6 +462,17 @@ class VectorIndex:
         self._index.add_items(vectors, labels.astype(np.uint64), replace_deleted=True)
         self._labels.update(int(x) for x in labels)
         self.dirty = True
+
+    def put(self, vectors: np.ndarray, labels) -> None:
+        """Add vectors, or overwrite the ones stored under ``labels``; a label marked deleted is revived."""
+        labels = [int(x) for x in labels]
+        for label in labels:
+            if label not in self._labels:
+                try:
+                    self._index.unmark_deleted(label)
+                except RuntimeError:  # not in the index at all: added below
+                    pass
+        self.add(vectors, labels)
 
     def delete(self, labels) -> int:
         """Mark labels deleted; unknown or already deleted labels are ignored."""
@@ -416,21 +519,25 @@ class VectorIndex:
     # -- saving -------------------------------------------------------------
 
     def save(self, *, model: str, generation: int, extra: dict | None = None) -> dict:
-        """Write the index and its sidecar, then put both in place; return the sidecar.
+        """Write a new generation of the index and switch to it in one step; return the sidecar.
 
-        Both are written to temporary files (mode 0600), flushed to disk and
-        checked first: the index file must end exactly where its structure
-        says (hnswlib reports no failed write, so a full disk would otherwise
-        leave a short file that the sidecar vouches for). Only then are they
-        renamed over the old pair, index first. Any failure raises
-        ``OSError`` and leaves the previous index and sidecar as they were.
-        ``extra`` adds fields to the sidecar (the store records which store
-        and source the index belongs to).
+        The index file and its sidecar are written to temporary files (mode
+        0600), flushed to disk and checked first: the index file must end
+        exactly where its structure says (hnswlib reports no failed write, so
+        a full disk would otherwise leave a short file that the sidecar vouches
+        for). The index file then takes its generation's own name, and the
+        sidecar naming it is renamed over the old sidecar: that one rename is
+        the switch. Any failure before it raises ``OSError`` and leaves the
+        previous pair in place; after it, the older generations' files are
+        removed. ``extra`` adds fields to the sidecar (the store records which
+        store and source the index belongs to).
         """
         directory = self.path.parent
         tmp = _temp_path(self.path)
+        target = self.path.with_name(_generation_name(self.path))
         side = sidecar_path(self.path)
         side_tmp = _temp_path(side)
+        switched = False
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
             self._index.save_index(str(tmp))  # into the file just made, which keeps its mode
@@ -443,6 +550,7 @@ class VectorIndex:
                 os.close(fd)
             meta = {
                 "format": SIDECAR_FORMAT,
+                "file": target.name,
                 "elements": len(self._labels),
                 "slots": self._index.element_count,
                 "capacity": self._index.get_max_elements(),
@@ -460,12 +568,15 @@ class VectorIndex:
                 **(extra or {}),
             }
             _write_file(side_tmp, json.dumps(meta, indent=1).encode())
-            os.replace(tmp, self.path)
-            os.replace(side_tmp, side)
+            os.replace(tmp, target)  # the new generation's file, named by no sidecar yet
+            _fsync_dir(directory)
+            os.replace(side_tmp, side)  # the switch: one rename replaces the pair
+            switched = True
         finally:
-            for leftover in (tmp, side_tmp):
+            for leftover in (tmp, side_tmp) if switched else (tmp, side_tmp, target):
                 if leftover.exists():
                     leftover.unlink()
         _fsync_dir(directory)
+        remove_old_generations(self.path, keep=target.name)
         self.dirty = False
         return meta

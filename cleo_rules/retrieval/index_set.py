@@ -6,7 +6,9 @@ owns the indexes of one store and everything about their lifecycle:
 * **open**: each index file is checked against its sidecar and then against
   the labels in SQLite (:meth:`IndexSet.open`). A missing, damaged or
   foreign index is rebuilt from the stored vectors; one that is merely behind
-  (a process died before saving it) is caught up; either way a
+  (a process died before saving it) is caught up; a file whose sidecar is
+  sound but describes other bytes is checked in full and reconciled with
+  SQLite (:mod:`~cleo_rules.retrieval.hnsw_reconcile`) instead of rebuilt; each time a
   :class:`StoreWarning` says so;
 * **generations**: every write bumps a per-source ``generation`` counter in
   ``meta`` inside its transaction (:meth:`IndexSet.advance`);
@@ -14,8 +16,9 @@ owns the indexes of one store and everything about their lifecycle:
   reflect (one statement) and catches up with other processes' writes;
 * **apply**: after a transaction commits, its deleted and added vectors are
   applied to the in-memory indexes (:meth:`IndexSet.apply`);
-* **save**: changed indexes are written atomically under ``index.lock``, so
-  an index file and its sidecar always come from the same save; small indexes
+* **save**: changed indexes are written under ``index.lock`` as a new
+  generation, switched to by one rename of the sidecar that names the file,
+  so an index file and its sidecar always come from the same save; small indexes
   right after each write, big ones at most every 30 seconds of writing, and
   always on close. A failed save is a warning: the next open rebuilds.
 
@@ -39,7 +42,8 @@ import numpy as np
 import sqlite_utils
 
 from ..errors import StoreError
-from .hnsw_file import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
+from .hnsw_file import IndexInvalid, VectorIndex, index_file, remove_stale_temp_files, sidecar_path
+from .hnsw_reconcile import Comparison
 from .provenance import META_KEYS, Recorded, embedder_provenance, meta_rows, probe_vector
 from .sqlite_schema import GENERATIONS_SQL, LOCK_FILE, check_regular, describe_mode, write_transaction
 from .tables import TABLES, Source
@@ -283,15 +287,17 @@ class IndexSet:
 
     def _load(self, source: Source) -> VectorIndex:
         """Load a source's index file if it is sound and belongs to this database."""
-        index, side = VectorIndex.load(self.index_path(source), dim=self.dim, model=self.model_name,
-                                       ef_search=self.ef_search)
-        if side.get("store_id") != self._meta("store_id"):
-            raise IndexInvalid("index belongs to another store")
-        if side.get("source") != source.value:
-            raise IndexInvalid(f"index is for {side.get('source')!r} items, not {source.value!r}")
-        label_seq = side.get("label_seq")
-        if not isinstance(label_seq, int) or label_seq > self._label_seq(source):
-            raise IndexInvalid("index is newer than the database (was the database restored from a backup?)")
+        def expect(side: dict) -> None:
+            if side.get("store_id") != self._meta("store_id"):
+                raise IndexInvalid("index belongs to another store")
+            if side.get("source") != source.value:
+                raise IndexInvalid(f"index is for {side.get('source')!r} items, not {source.value!r}")
+            label_seq = side.get("label_seq")
+            if not isinstance(label_seq, int) or label_seq > self._label_seq(source):
+                raise IndexInvalid("index is newer than the database (was the database restored from a backup?)")
+
+        index, _ = VectorIndex.load(self.index_path(source), dim=self.dim, model=self.model_name,
+                                    ef_search=self.ef_search, expect=expect)
         return index
 
     def open(self) -> None:
@@ -306,14 +312,15 @@ class IndexSet:
         path = self.index_path(source)
         generation = self.db_generations()[source]
         (count,) = self.db.conn.execute(f"SELECT count(*) FROM {table.pieces}").fetchone()
+        kept = " in memory (the store is open read-only)" if self.read_only else ""
         index: VectorIndex | None
         try:
             index = self._load(source)
         except IndexInvalid as exc:
-            if count == 0 and not path.exists():
-                index = None  # nothing stored, nothing to rebuild
-            else:
-                kept = " in memory (the store is open read-only)" if self.read_only else ""
+            index = self._salvage(source, exc, kept) if exc.mismatch is not None else None
+            if index is None and count == 0 and not path.exists() and not sidecar_path(path).exists():
+                pass  # nothing stored, nothing to rebuild
+            elif index is None:
                 warnings.warn(
                     f"{table.label} index in {self.path}: {exc.reason}; rebuilding it from SQLite ({count} vectors)"
                     f"{kept}",
@@ -334,6 +341,38 @@ class IndexSet:
         self.generations[source] = generation
         if index is not None and index.dirty and not self.read_only:
             self._try_save(source)
+
+    def _salvage(self, source: Source, exc: IndexInvalid, kept: str) -> VectorIndex | None:
+        """The index file of a pair that disagrees, checked in full and reconciled with SQLite; None if unsound.
+
+        SQLite's vectors are read once and compared with the file's while the
+        file is checked (:mod:`~cleo_rules.retrieval.hnsw_reconcile`); no
+        vector is added to the graph unless SQLite holds it and the file does
+        not (or holds another), so this costs far less than a rebuild
+        (``bench/bench_index_open.py`` compares it with a sound open). This
+        is the one place that warns about it, once per open.
+        """
+        meta = exc.mismatch
+        assert meta is not None
+        comparison = Comparison.read(self.db.conn, TABLES[source].pieces, meta["dim"])
+        try:
+            index, layout = VectorIndex.salvage(self.index_path(source), meta, ef_search=self.ef_search,
+                                                visit=comparison.visit)
+        except IndexInvalid as worse:
+            exc.reason = f"{exc.reason}, and the {worse.reason}"
+            return None
+        added, removed, replaced = comparison.apply(index, layout)
+        damaged = (f"; {len(comparison.damaged)} with a damaged embedding in SQLite are left out "
+                   f"(labels {comparison.damaged[:5].tolist()})") if len(comparison.damaged) else ""
+        warnings.warn(
+            f"{TABLES[source].label} index in {self.path}: {exc.reason} (its pair disagrees); the file itself is "
+            f"whole, so it was loaded and reconciled with SQLite ({added} added, {removed} removed, {replaced} "
+            f"replaced{damaged}){kept}",
+            StoreWarning,
+            stacklevel=5,
+        )
+        index.dirty = True
+        return index
 
     def empty(self, sources: Iterable[Source]) -> bool:
         """True when none of ``sources`` has a vector indexed."""
@@ -430,10 +469,10 @@ class IndexSet:
     def _save(self, source: Source) -> None:
         index = self._indexes[source]
         if index is not None:
-            for path in (self.index_path(source), sidecar_path(self.index_path(source))):
-                if path.is_dir():  # a rename cannot replace a directory; FIFOs and devices it replaces
-                    raise StoreError(f"{path} is a directory, not a regular file; remove it so the index can be "
-                                     "saved", code="E304")
+            side = sidecar_path(self.index_path(source))
+            if side.is_dir():  # a rename cannot replace a directory; FIFOs and devices it replaces
+                raise StoreError(f"{side} is a directory, not a regular file; remove it so the index can be saved",
+                                 code="E304")
             extra = {"store_id": self._meta("store_id"), "source": source.value, "label_seq": self._label_seq(source)}
             # one writer at a time, so an index file and its sidecar always come from the same save
             with _locked(self.path / LOCK_FILE):
@@ -485,12 +524,16 @@ class IndexSet:
         """One index's part of :meth:`MemoryStore.stats`."""
         index = self._indexes[source]
         path = self.index_path(source)
+        try:
+            current = index_file(path)
+        except IndexInvalid:
+            current = path
         return {
             "file": path.name,
             "elements": len(index) if index is not None else 0,
             "capacity": index.capacity if index is not None else 0,
             "deleted_slots": (index.slots - len(index)) if index is not None else 0,
-            "bytes": path.stat().st_size if path.exists() else 0,
+            "bytes": current.stat().st_size if current.is_file() else 0,
             "saved": index is None or not index.dirty,
             "generation": generation,
         }

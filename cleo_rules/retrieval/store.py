@@ -5,8 +5,10 @@ One directory holds the whole store::
     DIR/memory.db             SQLite (WAL): conversations, messages, snippets,
                               documents, passages, meta; every snippet and
                               passage keeps its embedding as a float32 BLOB
-    DIR/snippets.hnsw(.json)  hnswlib index of conversation snippets + sidecar
-    DIR/passages.hnsw(.json)  hnswlib index of document passages + sidecar
+    DIR/snippets.hnsw.json    sidecar of the conversation snippets' hnswlib index,
+                              naming its file: DIR/snippets.hnsw.g<16 hex>
+    DIR/passages.hnsw.json    sidecar of the document passages' index, naming
+                              DIR/passages.hnsw.g<16 hex>
     DIR/index.lock            taken while an index and its sidecar are written
 
 SQLite is the only source of truth; the tables are described in

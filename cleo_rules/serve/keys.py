@@ -13,8 +13,10 @@ appends its line and prints the key once. Keys are 256-bit random tokens,
 so a plain SHA-256 is enough to keep a stolen file from being replayed.
 
 A key for ``*`` may also reload the pack (``POST /v1/pack/reload``) and
-sees the server's paths in ``/readyz``; any valid key may classify and read
-the pack's status.
+sees the server's paths and a refused pack's reasons wherever the pack is
+reported (``/readyz``, ``GET /v1/pack``, a 503); any valid key may classify
+and read the rest of the pack's status. ``serve`` and ``playground`` take
+the same file.
 
 A running service reads its key file again when the file changes (its size,
 times or inode, looked at every ``watch_interval`` seconds) and on SIGHUP

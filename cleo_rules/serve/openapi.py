@@ -222,7 +222,11 @@ def _pack_schemas() -> dict:
     return {
         "PackStatus": {
             "type": "object",
-            "required": ["pack", "version", "hash", "path", "reloads", "rejections", "last_error", "watching"],
+            "description": "The pack serving and the last refusal. path, corpus, last_error and problems (where the "
+                           "server keeps things, or errors naming its files) only when the service has no keys or "
+                           "the request a key for every tenant; to another key regressions.file is named from the "
+                           "directory holding the pack and its corpus (corpus/regressions.yaml).",
+            "required": ["pack", "version", "hash", "reloads", "rejections", "watching"],
             "properties": {
                 "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
                 "path": {"type": "string"}, "require": nullable_str, "reloads": {"type": "integer"},

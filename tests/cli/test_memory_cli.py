@@ -110,7 +110,9 @@ def test_commands_that_do_not_embed_load_no_embedding_runtime(db, argv):
 def test_rebuild_and_damaged_index_warning(capsys, db):
     code, out, _ = run(capsys, "memory", "rebuild", "--db", db)
     assert code == 0 and out.startswith("rebuilt: ") and "snippets" in out
-    with open(f"{db}/snippets.hnsw", "r+b") as fh:
+    from cleo_rules.retrieval.hnsw_file import index_file
+
+    with open(index_file(Path(db) / "snippets.hnsw"), "r+b") as fh:
         fh.truncate(100)
     code, out, err = run(capsys, "memory", "search", "--db", db, "van insurance", "--k", "1", "--json")
     assert code == 0 and json.loads(out)["results"]

@@ -178,13 +178,21 @@ def _make(path: Path, kind: str) -> None:
         path.write_text("[" * 200_000 + "]" * 200_000)
 
 
+def pair(path: Path) -> dict[str, bytes]:
+    """The passage index's files (its sidecar and the file it names), by name."""
+    return {f.name: f.read_bytes() for f in path.glob("passages.hnsw*")}
+
+
 FILES = ["snippets.hnsw", "snippets.hnsw.json", "passages.hnsw", "passages.hnsw.json"]
 
 
 @pytest.mark.parametrize("which, kind", [(w, k) for w in FILES for k in ("fifo", "dev-zero", "directory")]
                          + [(w, "deep-json") for w in FILES if w.endswith(".json")])
 def test_14_an_index_or_sidecar_that_is_not_a_regular_file_is_rebuilt_unread(store_dir, which, kind):
-    _make(store_dir / which, kind)
+    from cleo_rules.retrieval.hnsw_file import index_file
+
+    sidecar = which.endswith(".json")
+    _make(store_dir / which if sidecar else index_file(store_dir / which), kind)  # the file the sidecar names
     res = run_python(OPEN_AND_SEARCH, str(store_dir), "search", memory=1 << 30, seconds=20)
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr
@@ -192,7 +200,7 @@ def test_14_an_index_or_sidecar_that_is_not_a_regular_file_is_rebuilt_unread(sto
     assert out["ok"] and out["hits"], out
     label = "snippet" if which.startswith("snippets") else "passage"
     assert any(f"{label} index in {store_dir}" in w and "rebuilding it from SQLite" in w for w in out["warnings"])
-    if kind == "directory":  # cannot be replaced by a rename: said so, and the data is safe in SQLite
+    if kind == "directory" and sidecar:  # cannot be replaced by a rename: said so, and the data is safe in SQLite
         assert any("is a directory, not a regular file; remove it" in w for w in out["warnings"]), out
     else:  # repaired: the next open loads the saved index without a warning
         again = last_json(run_python(OPEN_AND_SEARCH, str(store_dir), "search", seconds=20).stdout)
@@ -414,13 +422,15 @@ def test_17_a_save_on_a_full_disk_leaves_the_previous_index_in_place(tmp_path):
     path = tmp_path / "mem"
     with MemoryStore.open(path, embedder=ToyEmbedder()) as store:
         store.ingest_jsonl(jsonl(documents(40)).encode())
-    old = {name: (path / name).read_bytes() for name in ("passages.hnsw", "passages.hnsw.json")}
+    old = pair(path)
     with MemoryStore.open(path, embedder=ToyEmbedder()) as store:
         store.ingest_jsonl(jsonl(documents(400, start=40)).encode())
-    big = (path / "passages.hnsw").stat().st_size
+    big = max(len(data) for data in pair(path).values())
+    for f in path.glob("passages.hnsw*"):
+        f.unlink()
     for name, data in old.items():  # put the small, sound pair back: the next open finds it behind
         (path / name).write_bytes(data)
-    limit = (len(old["passages.hnsw"]) + big) // 2  # the old index fits, the new one does not
+    limit = (max(len(data) for data in old.values()) + big) // 2  # the old index fits, the new one does not
     assert limit > 32768  # SQLite's shared-memory file fits too
     db = (path / "memory.db").stat()
     res = run_python(OPEN_UNDER_FSIZE, str(path), str(limit), seconds=30)
@@ -428,8 +438,7 @@ def test_17_a_save_on_a_full_disk_leaves_the_previous_index_in_place(tmp_path):
     out = last_json(res.stdout)
     assert out["passages"] == 440  # caught up in memory from SQLite
     assert any("could not save the passage index" in w and "rebuilt from SQLite" in w for w in out["warnings"]), out
-    for name, data in old.items():
-        assert (path / name).read_bytes() == data  # the previous pair, untouched
+    assert pair(path) == old  # the previous pair, untouched, and no file of the failed save
     assert not [p for p in path.iterdir() if ".tmp." in p.name]
     assert (path / "memory.db").stat().st_mtime_ns == db.st_mtime_ns  # opening wrote nothing to SQLite
     with warnings.catch_warnings(record=True) as caught:
@@ -442,7 +451,7 @@ def test_17_a_save_on_a_full_disk_leaves_the_previous_index_in_place(tmp_path):
 
 def test_17_a_short_index_file_is_never_vouched_for(store_dir, monkeypatch):
     """hnswlib reports no failed write: a file cut short is caught before the sidecar or the rename."""
-    old = (store_dir / "passages.hnsw").read_bytes(), (store_dir / "passages.hnsw.json").read_bytes()
+    old = pair(store_dir)
     store = MemoryStore.open(store_dir, embedder=ToyEmbedder())
     index = store.indexes["document"]
     assert index is not None
@@ -465,7 +474,7 @@ def test_17_a_short_index_file_is_never_vouched_for(store_dir, monkeypatch):
     with pytest.warns(StoreWarning, match=r"could not save the passage index .*written short .*is the disk full"):
         store.add_document("new", "t", "2024-01-01", "boiler service for the new van")  # saved after the write
         store.close()
-    assert ((store_dir / "passages.hnsw").read_bytes(), (store_dir / "passages.hnsw.json").read_bytes()) == old
+    assert pair(store_dir) == old
     with pytest.warns(StoreWarning, match=r"behind the database \(1 missing"):  # the old file loads, caught up
         again = MemoryStore.open(store_dir, embedder=ToyEmbedder())
     with again:
@@ -473,14 +482,14 @@ def test_17_a_short_index_file_is_never_vouched_for(store_dir, monkeypatch):
 
 
 def test_17_check_hnsw_file_accepts_whole_files_only(tmp_path):
-    from cleo_rules.retrieval.hnsw_file import VectorIndex, check_hnsw_file
+    from cleo_rules.retrieval.hnsw_file import VectorIndex, check_hnsw_file, index_file
 
     import numpy as np
 
     index = VectorIndex(tmp_path / "x.hnsw", 8)
     index.add(np.random.default_rng(0).random((50, 8), dtype=np.float32), range(50))
     index.save(model="m", generation=1)
-    data = (tmp_path / "x.hnsw").read_bytes()
+    data = index_file(tmp_path / "x.hnsw").read_bytes()
     for cut in (0, 10, 96, len(data) // 2, len(data) - 1):
         (tmp_path / "y").write_bytes(data[:cut])
         fd = os.open(tmp_path / "y", os.O_RDONLY)
@@ -489,7 +498,7 @@ def test_17_check_hnsw_file_accepts_whole_files_only(tmp_path):
                 check_hnsw_file(fd, slots=50, dim=8)
         finally:
             os.close(fd)
-    fd = os.open(tmp_path / "x.hnsw", os.O_RDONLY)
+    fd = os.open(index_file(tmp_path / "x.hnsw"), os.O_RDONLY)
     try:
         assert check_hnsw_file(fd, slots=50, dim=8) == len(data)
         with pytest.raises(OSError, match="holds 50 elements, not 49"):
@@ -638,8 +647,9 @@ def test_19_store_files_are_0600_and_the_directory_0700(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o700
-    assert {"memory.db", "memory.db-wal", "memory.db-shm", "snippets.hnsw", "snippets.hnsw.json", "passages.hnsw",
-            "passages.hnsw.json", "index.lock"} <= names
+    assert {"memory.db", "memory.db-wal", "memory.db-shm", "snippets.hnsw.json", "passages.hnsw.json",
+            "index.lock"} <= names
+    assert len([n for n in names if n.startswith(("snippets.hnsw.g", "passages.hnsw.g"))]) == 2
     assert modes == {name: 0o600 for name in names}, modes
 
 
@@ -699,11 +709,11 @@ def test_17_a_failed_sidecar_write_leaves_no_temp_file_and_the_old_pair(store_di
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    old = (store_dir / "passages.hnsw").read_bytes(), (store_dir / "passages.hnsw.json").read_bytes()
+    old = pair(store_dir)
     monkeypatch.setattr(index_mod, "_write_file", boom)
     store = MemoryStore.open(store_dir, embedder=ToyEmbedder())
     with pytest.warns(StoreWarning, match="No space left on device"):
         store.add_document("new", "t", "2024-01-01", "boiler")
         store.close()
     assert not [p for p in store_dir.iterdir() if ".tmp." in p.name]
-    assert ((store_dir / "passages.hnsw").read_bytes(), (store_dir / "passages.hnsw.json").read_bytes()) == old
+    assert pair(store_dir) == old

@@ -311,6 +311,34 @@ def test_a_change_in_a_directory_base_reloads_the_pack_built_on_it(tmp_path):
     assert manager.classify("We gave that a go already.").rule == "correction.already-tried"
 
 
+def test_edit_served_as_judged_with_symlinked_pack_one_resolution_of_a_relative_base(tmp_path, monkeypatch):
+    """Issue 30, item 1, below the service (tests/serve/test_edit_bases.py drives it): the base a relative path names
+    is found from the pack's real directory, links followed, by compiling, the watcher, the cache's key and ``check``
+    alike, whichever path names the pack."""
+    from cleo_rules.pack.compose import base_dir, directory_bases
+
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "cache"))
+    shutil.copytree(MINI, tmp_path / "real" / "deep" / "b")
+    write(tmp_path / "work" / "b" / "pack.yaml", manifest("elsewhere", version="9.0.0"))
+    real = write(tmp_path / "real" / "deep" / "p" / "pack.yaml", manifest("p", extends=["../b"])).parent
+    (tmp_path / "work" / "p").symlink_to(real, target_is_directory=True)
+    named = tmp_path / "work" / "p"
+    assert base_dir("../b", named) == base_dir("../b", real) == tmp_path / "real" / "deep" / "b"
+    assert directory_bases(named) == directory_bases(real) == [tmp_path / "real" / "deep" / "b"]
+    for where in (named, real, named):  # the second time from the cache
+        pack = compile_pack(where, check_examples=False)
+        assert [(b.name, b.path) for b in pack.composition.bases] == [("mini", tmp_path / "real" / "deep" / "b")]
+    assert check(named).ok and check(named).pack.composition.bases[0].path == tmp_path / "real" / "deep" / "b"
+    manager = PackManager(named)  # a change in the base the pack is built on reloads it
+    assert manager.classify("We gave that a go already.").kind != "correction"
+    corrections = tmp_path / "real" / "deep" / "b" / "corrections.yaml"
+    corrections.write_text(corrections.read_text().replace(r"(?:already )?tried (?:that|this|it)",
+                                                           r"(?:(?:already )?tried|gave) (?:that|this|it)"))
+    manager.check()
+    assert manager.check() and manager.reloads == 1
+    assert manager.classify("We gave that a go already.").rule == "correction.already-tried"
+
+
 def test_a_turn_with_a_composed_pack_records_the_base_in_its_trace(tmp_path, toy_embedder):
     from cleo_rules.retrieval import MemoryStore
     from cleo_rules.trace import read_traces

@@ -1,8 +1,10 @@
-"""No rule pattern, example, counterexample or corpus case is a message of the evaluation sets.
+"""No rule pattern, example, counterexample, lexicon entry or corpus case is a message of the evaluation sets.
 
 The evaluation data (``../shared/eval``) guides the rules; it is not copied
 into them. It is not in the repository, so the check reads the hashes
-``scripts/dev_message_hashes.py`` wrote from it (``tests/data/dev_message_hashes.txt``):
+``scripts/dev_message_hashes.py`` wrote from it (``tests/data/dev_message_hashes.txt``;
+the dialogue sets, SGD, TREC CAsT and the business-register cases, whose
+user turns before the message count too):
 a text matches a message when their keys (case-folded, inner white space
 collapsed, punctuation and white space stripped at both ends) hash alike. The
 project's own evaluation set (``cleo_rules/data/eval/dialogues.yaml``, the
@@ -20,6 +22,7 @@ word of its own ("Moderately priced.", "Did the band tour?") must not match.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -96,6 +99,38 @@ def rule_texts(pack_dir: Path):
                     yield from _texts_of_conversation(example, f"{pack_dir.name}/{name} {rid} {field}[{j}]")
 
 
+def _strings(value):
+    """Every string in a YAML value: itself, or those of its lists and mappings' values, depth first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def lexicon_texts(pack_dir: Path):
+    """``(where, text)`` for every entry of a pack's word lists: its lexicon's and vocabulary's words, its slots'
+    fillers."""
+    manifest = yaml.load((pack_dir / "pack.yaml").read_text(encoding="utf-8"), Loader=Loader)
+    for name in manifest["files"]:
+        doc = yaml.load((pack_dir / name).read_text(encoding="utf-8"), Loader=Loader)
+        if doc.get("kind") == "lexicon":
+            for set_name, item in (doc.get("sets") or {}).items():
+                for j, word in enumerate(_strings(item.get("words"))):
+                    yield f"{pack_dir.name}/{name} {set_name} words[{j}]", word
+        elif doc.get("kind") == "vocabulary":
+            for item in doc.get("sets") or ():
+                for j, word in enumerate(_strings(item.get("words"))):
+                    yield f"{pack_dir.name}/{name} {item.get('id', '?')} words[{j}]", word
+        elif doc.get("kind") == "slots":
+            for slot, fillers in (doc.get("slots") or {}).items():
+                for j, filler in enumerate(_strings(fillers)):
+                    yield f"{pack_dir.name}/{name} {slot}[{j}]", filler
+
+
 def corpus_texts(corpus_dir: Path):
     """``(where, text)`` for every case of the corpus, generated or written by hand: its message and history."""
     for path in sorted(corpus_dir.rglob("*.yaml")):
@@ -123,10 +158,28 @@ def test_the_hash_file_is_sorted_distinct_hashes_of_every_evaluation_set():
     lines = HASHES.read_text(encoding="utf-8").splitlines()
     assert lines == sorted(set(lines))
     assert all(re.fullmatch(f"[0-9a-f]{{{SCRIPT.DIGITS}}}", h) for h in lines)
-    assert len(lines) > 8000  # the four files hold over 8,000 distinct messages
-    # what the script hashes: the message fields of the four files
+    assert len(lines) > 9000  # the five files hold over 9,000 distinct messages
+    # what the script hashes: the message fields of the five files
     assert {name for name, _ in SCRIPT.SOURCES} == {"dialogue/canard.jsonl", "dialogue/gecor_camrest.jsonl",
-                                                    "sgd_user_turns.jsonl", "cast_turns.jsonl"}
+                                                    "sgd_user_turns.jsonl", "cast_turns.jsonl",
+                                                    "business/cases.jsonl"}
+    assert SCRIPT.WITH_HISTORY == {"business/cases.jsonl"}
+
+
+def test_the_business_cases_give_their_message_and_their_user_turns_before_it(tmp_path):
+    """Of a business case, the message and each user turn of its history are hashed; the assistant's replies not."""
+    for name, field in SCRIPT.SOURCES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(json.dumps({field: f"a message of {name}", "history": ["not this one"]}) + "\n",
+                                     encoding="utf-8")
+    case = {"id": "b1", "message": "Put him on it from Wednesday", "label": "follow_up",
+            "history": ["Is Ryan free for the fit-out?", {"role": "assistant", "content": "Ryan is free Wednesday."},
+                        {"role": "user", "content": "And Kev?"}, {"role": "assistant", "content": "Kev is away."}]}
+    (tmp_path / "business" / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    found = list(SCRIPT.messages(tmp_path))
+    assert found[-3:] == ["Put him on it from Wednesday", "Is Ryan free for the fit-out?", "And Kev?"]
+    assert "not this one" not in found and not any("away" in m or "is free" in m for m in found)
+    assert sorted(found[:4]) == sorted(f"a message of {name}" for name, _ in SCRIPT.SOURCES[:4])
 
 
 @pytest.mark.parametrize("a, b", [("Same for Leeds!", "same for leeds"), ("  What about York?  ", "WHAT ABOUT YORK"),
@@ -206,6 +259,35 @@ def test_the_own_set_check_finds_a_message_copied_into_a_rule(tmp_path, default_
                                                             message + " for the Leeds shop"]}]}), encoding="utf-8")
     found = copied(rule_texts(pack), _own_known(), default_pack)
     assert [f.split(":")[0] for f in found] == ["rules/follow_ups.yaml follow_up.a examples[0]"]
+
+
+def test_the_check_reads_every_word_list_entry(tmp_path, default_pack):
+    """A known message as a lexicon word, a vocabulary phrase or a slot filler is found; its neighbours are not."""
+    known = frozenset({SCRIPT.digest("Any word on that purchase order")})
+    pack = tmp_path / "rules"
+    pack.mkdir()
+    (pack / "pack.yaml").write_text("pack: t\nfiles: [vocabulary.yaml, lexicon.yaml, slots.yaml]\n", encoding="utf-8")
+    (pack / "vocabulary.yaml").write_text(yaml.safe_dump({"kind": "vocabulary", "sets": [
+        {"id": "vocab.a", "words": ["yes", "any word on that purchase order?"]}]}), encoding="utf-8")
+    (pack / "lexicon.yaml").write_text(yaml.safe_dump({"kind": "lexicon", "sets": {
+        "common": {"words": ["order", "Any word on that purchase order!"]}}}), encoding="utf-8")
+    slots = {"that": ["that", "ANY WORD ON THAT PURCHASE ORDER"],
+             "history": [{"x": ["any word on that purchase order"]}]}
+    (pack / "slots.yaml").write_text(yaml.safe_dump({"kind": "slots", "slots": slots}, sort_keys=False),
+                                     encoding="utf-8")
+    found = copied(lexicon_texts(pack), known, default_pack)
+    assert [f.split(":")[0] for f in found] == ["rules/vocabulary.yaml vocab.a words[1]",
+                                                "rules/lexicon.yaml common words[1]", "rules/slots.yaml that[1]",
+                                                "rules/slots.yaml history[0]"]
+
+
+@pytest.mark.parametrize("pack_dir", PACKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_lexicon_vocabulary_or_slot_entry_is_an_evaluation_message(pack_dir):
+    texts = list(lexicon_texts(pack_dir))
+    assert len(texts) > 50  # the word lists were read
+    pack = load_pack(pack_dir)
+    found = copied(texts, _known() | _own_known(), pack)
+    assert not found, "word list entries equal to a message of the evaluation sets:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("pack_dir", PACKS, ids=lambda p: str(p.relative_to(ROOT)))

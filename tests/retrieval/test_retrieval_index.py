@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cleo_rules.retrieval.hnsw_file as index_mod
-from cleo_rules.retrieval.hnsw_file import IndexInvalid, VectorIndex, remove_stale_temp_files, sidecar_path
+from cleo_rules.retrieval.hnsw_file import IndexInvalid, VectorIndex, index_file, remove_stale_temp_files, sidecar_path
 
 DIM = 32
 
@@ -111,8 +111,10 @@ def test_save_writes_index_and_sidecar_atomically(saved, tmp_path):
     side = json.loads(sidecar_path(ix.path).read_text())
     assert side["elements"] == 300 and side["dim"] == DIM and side["space"] == "cosine"
     assert side["model"] == "m" and side["generation"] == 7
-    assert side["bytes"] == ix.path.stat().st_size
-    assert side["sha256"] == index_mod.sha256_file(ix.path)[0]
+    current = index_file(ix.path)
+    assert current.name == side["file"] and current.name.startswith("x.hnsw.g") and not ix.path.exists()
+    assert side["bytes"] == current.stat().st_size
+    assert side["sha256"] == index_mod.sha256_file(current)[0]
     assert not [p for p in tmp_path.iterdir() if ".tmp." in p.name]
 
 
@@ -146,10 +148,12 @@ def damage_zero_header(path):
 @pytest.mark.parametrize(
     "damage,reason",
     [
-        (damage_truncate, "bytes"),
-        (damage_flip, "checksum"),
-        (damage_zero_header, "checksum"),
-        (lambda p: p.unlink(), "index file missing"),
+        (lambda p: damage_truncate(index_file(p)), "bytes"),
+        (lambda p: damage_flip(index_file(p)), "checksum"),
+        (lambda p: damage_zero_header(index_file(p)), "checksum"),
+        (lambda p: index_file(p).unlink(), "index file missing"),
+        (lambda p: sidecar_path(p).write_text(json.dumps({**json.loads(sidecar_path(p).read_text()), "file": "../x.hnsw"})),
+         "names no index file"),
         (lambda p: sidecar_path(p).unlink(), "sidecar missing"),
         (lambda p: sidecar_path(p).write_text("{not json"), "not valid JSON"),
         (lambda p: sidecar_path(p).write_text(sidecar_path(p).read_text()[:40]), "not valid JSON"),

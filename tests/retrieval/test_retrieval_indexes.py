@@ -22,7 +22,7 @@ import pytest
 import cleo_rules.retrieval.hnsw_file as index_mod
 from cleo_rules.resources import data_dir
 from cleo_rules.retrieval import MemoryStore, StoreWarning
-from cleo_rules.retrieval.hnsw_file import sidecar_path
+from cleo_rules.retrieval.hnsw_file import index_file, sidecar_path
 
 SAMPLE_LINES = (data_dir() / "sample_memory.jsonl").read_text(encoding="utf-8").splitlines()
 SUBSET = SAMPLE_LINES[:16]
@@ -87,7 +87,7 @@ def same_size_garbage(p):
 
 
 def delete_index(p):
-    p.unlink()
+    index_file(p).unlink()
 
 
 def delete_sidecar(p):
@@ -118,7 +118,6 @@ SIDECAR_DAMAGE = [
     delete_sidecar,
     garble_sidecar,
     truncate_sidecar,
-    edit_sidecar(sha256="0" * 64),
     edit_sidecar(model="some-other-model"),
     edit_sidecar(dim=768),
     edit_sidecar(deleted="all"),
@@ -146,7 +145,7 @@ def reopen_and_compare(copy, vectors, reference, embedder, match):
 @pytest.mark.parametrize("damage", BYTE_DAMAGE, ids=lambda f: f.__name__)
 def test_damaged_index_file_is_rebuilt_without_being_loaded(damaged, embedder, load_calls, which, damage):
     copy, vectors, reference = damaged
-    damage(copy / which)
+    damage(index_file(copy / which))
     reopen_and_compare(copy, vectors, reference, embedder, "rebuilding")
     assert len(load_calls) == 1 + 2  # only the healthy index at the first open, both at the second
 
@@ -160,6 +159,14 @@ def test_missing_or_damaged_sidecar_or_index_is_rebuilt(damaged, embedder, load_
     assert len(load_calls) == 1 + 2
 
 
+@pytest.mark.parametrize("which", ["snippets.hnsw", "passages.hnsw"])
+def test_a_whole_file_whose_sidecar_disagrees_is_loaded_and_reconciled(damaged, embedder, load_calls, which):
+    copy, vectors, reference = damaged
+    edit_sidecar(sha256="0" * 64)(copy / which)
+    reopen_and_compare(copy, vectors, reference, embedder, "pair disagrees.*loaded and reconciled")
+    assert len(load_calls) == 2 + 2  # the file was checked in full and loaded, not rebuilt
+
+
 def test_a_sidecar_whose_counts_disagree_with_a_sound_file(damaged, embedder, load_calls):
     copy, vectors, reference = damaged
     edit_sidecar(elements=3)(copy / "snippets.hnsw")
@@ -169,7 +176,7 @@ def test_a_sidecar_whose_counts_disagree_with_a_sound_file(damaged, embedder, lo
 def test_both_indexes_deleted(damaged, embedder):
     copy, vectors, reference = damaged
     for name in ("snippets.hnsw", "passages.hnsw"):
-        (copy / name).unlink()
+        index_file(copy / name).unlink()
         sidecar_path(copy / name).unlink()
     record = reopen_and_compare(copy, vectors, reference, embedder, "rebuilding")
     assert len(record) == 2
@@ -177,8 +184,13 @@ def test_both_indexes_deleted(damaged, embedder):
 
 def test_the_other_sources_index_in_its_place_is_refused(damaged, embedder):
     copy, vectors, reference = damaged
-    for suffix in ("", ".json"):
-        shutil.copy(copy / f"passages.hnsw{suffix}", copy / f"snippets.hnsw{suffix}")
+    for f in copy.glob("snippets.hnsw*"):
+        f.unlink()
+    shutil.copy(sidecar_path(copy / "passages.hnsw"), sidecar_path(copy / "snippets.hnsw"))
+    side = json.loads(sidecar_path(copy / "snippets.hnsw").read_text())
+    shutil.copy(copy / side["file"], copy / side["file"].replace("passages", "snippets"))
+    side["file"] = side["file"].replace("passages", "snippets")
+    sidecar_path(copy / "snippets.hnsw").write_text(json.dumps(side))
     reopen_and_compare(copy, vectors, reference, embedder, "not 'conversation'")
 
 
@@ -186,8 +198,10 @@ def test_an_index_from_another_store_is_refused(damaged, embedder, tmp_path):
     copy, vectors, reference = damaged
     with MemoryStore.open(tmp_path / "other", embedder=embedder) as other:
         other.ingest_jsonl(SUBSET[:5])
-    for suffix in ("", ".json"):
-        shutil.copy(tmp_path / "other" / f"snippets.hnsw{suffix}", copy / f"snippets.hnsw{suffix}")
+    for f in copy.glob("snippets.hnsw*"):
+        f.unlink()
+    for f in (tmp_path / "other").glob("snippets.hnsw*"):
+        shutil.copy(f, copy / f.name)
     reopen_and_compare(copy, vectors, reference, embedder, "another store")
 
 
@@ -202,6 +216,8 @@ def test_an_index_left_behind_is_caught_up(damaged, embedder, tmp_path):
         store.delete_conversation(json.loads(SUBSET[0])["id"])
         store.delete_document(next(json.loads(x)["id"] for x in SUBSET if '"document"' in x))
         reference = answers(store, vectors)
+    for f in copy.glob("*.hnsw*"):
+        f.unlink()
     for f in saved.iterdir():  # the indexes as they were before those writes
         shutil.copy(f, copy / f.name)
     record = reopen_and_compare(copy, vectors, reference, embedder, "behind the database")
@@ -239,7 +255,7 @@ def test_a_damaged_embedding_blob_is_left_out_with_a_warning(damaged, embedder):
     con.execute("UPDATE passages SET embedding = x'00' WHERE label = ?", (label,))
     con.commit()
     con.close()
-    (copy / "passages.hnsw").unlink()
+    index_file(copy / "passages.hnsw").unlink()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         store = MemoryStore.open(copy, embedder=embedder)

@@ -4,6 +4,14 @@ Each endpoint reads the app's :class:`~cleo_rules.serve.service.Service`
 through :func:`admit`, which also answers the checks every ``/v1`` request
 passes first (a key, readiness, memory for a tenant). Work on a tenant's
 store goes through :func:`on_store`, which answers for a tenant without one.
+
+Where the server keeps things (the pack's and the corpus's paths, a refused
+pack's reason and located problems, which name its files) only an operator
+sees: a request to a service without keys, or with a key for every tenant.
+:meth:`Service.shows_paths <cleo_rules.serve.service.Service.shows_paths>`
+decides it for every endpoint that reports the pack: :func:`admit` (a 503's
+reason), :func:`pack_status` (``/readyz``, ``GET /v1/pack``, a reload),
+and the regressions file ``/v1/pack`` and ``/v1/pack/regressions`` name.
 """
 
 from __future__ import annotations
@@ -17,9 +25,14 @@ from ..problems import ServiceError
 if TYPE_CHECKING:
     from ..service import Service
 
-__all__ = ["JSONL_TYPES", "add_timings", "admit", "decision_record", "flag", "on_store", "service_of"]
+__all__ = ["JSONL_TYPES", "PRIVATE", "add_timings", "admit", "decision_record", "flag", "on_store", "pack_status",
+           "service_of"]
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines")
+
+#: the members of the pack's status that say where the server keeps things, or may (an error naming a file,
+#: problems placed at its files): an operator's only
+PRIVATE = ("path", "corpus", "last_error", "problems")
 
 
 def service_of(request: Request) -> Service:
@@ -33,10 +46,21 @@ def admit(request: Request, tenant: str | None = None, *, admin: bool = False) -
     for a ``tenant``, a service with memory: 404."""
     service = service_of(request)
     service.authorize(request, tenant, admin=admin)
-    service.require_ready()
+    service.require_ready(detailed=service.shows_paths(request))
     if tenant is not None:
         service.require_memory()
     return service
+
+
+def pack_status(request: Request, manager=None, **extra) -> dict:
+    """The status of the pack serving (``manager``, else the service's) with ``extra`` members, as ``request``
+    may see it: whole to an operator (:meth:`~cleo_rules.serve.service.Service.shows_paths`), to any other
+    without :data:`PRIVATE`."""
+    service = service_of(request)
+    status = {**(manager if manager is not None else service.packs).status(), **extra}
+    if service.shows_paths(request):
+        return status
+    return {k: v for k, v in status.items() if k not in PRIVATE}
 
 
 async def on_store(request: Request, tenant: str, work, *, timeout: float | None = None, create: bool = False):

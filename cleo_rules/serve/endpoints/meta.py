@@ -3,8 +3,8 @@
 None needs a key: ``/healthz`` answers as soon as the process is up,
 ``/readyz`` says what the service still waits for (503 until it is ready).
 Where the server keeps things (the pack's and corpus's paths, errors naming
-its files) ``/readyz`` shows only without keys or to a key for every tenant
-(:data:`PRIVATE`).
+its files) ``/readyz`` shows only without keys or to a key for every tenant,
+as every endpoint that reports the pack does (:func:`.common.pack_status`).
 """
 
 from __future__ import annotations
@@ -15,21 +15,13 @@ from starlette.responses import Response
 from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..problems import PROBLEM_TYPES, ServiceError, type_uri
 from ..responses import json_response
-from .common import service_of
+from .common import pack_status, service_of
 
-__all__ = ["PRIVATE", "healthz", "metrics", "openapi_json", "problem_type", "readyz"]
-
-#: the members of the pack's status that say where the server keeps things, or may (an error naming a file)
-PRIVATE = ("path", "corpus", "last_error")
+__all__ = ["healthz", "metrics", "openapi_json", "problem_type", "readyz"]
 
 
 async def healthz(request: Request) -> Response:
     return json_response({"status": "ok"})
-
-
-def _pack_status(manager, shown: bool) -> dict:
-    status = manager.status()
-    return status if shown else {k: v for k, v in status.items() if k not in PRIVATE}
 
 
 async def readyz(request: Request) -> Response:
@@ -42,10 +34,10 @@ async def readyz(request: Request) -> Response:
         try:
             service.require_ready(detailed=shown)
         except ServiceError as exc:
-            exc.extra.update(pack=_pack_status(service.manager, shown) if service.manager else None, model=model)
+            exc.extra.update(pack=pack_status(request, service.manager) if service.manager else None, model=model)
             raise
     embedding = service.embedder.describe() if memory else None
-    return json_response({"ready": True, "pack": _pack_status(service.packs, shown), "memory": memory,
+    return json_response({"ready": True, "pack": pack_status(request), "memory": memory,
                           "model": model, "embedding": embedding})
 
 

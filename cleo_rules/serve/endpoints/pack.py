@@ -1,7 +1,8 @@
 """The rule pack serving now: its status, a reload, and what the playground reads of it.
 
 ``GET /v1/pack``                the pack's status, the last refusal's located ``problems`` and where saved
-                                regressions go (:func:`pack_extras`)
+                                regressions go (:func:`pack_extras`); its paths, its corpus and the refusal
+                                only to an operator (:func:`.common.pack_status`)
 ``POST /v1/pack/reload``        load the pack again; it serves only if it passes the acceptance gate
 ``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``
 ``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only)
@@ -22,7 +23,7 @@ from ...errors import CleoError, PackError
 from ..body import parse_json, read_regression
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
-from .common import admit
+from .common import admit, pack_status as status_for
 
 if TYPE_CHECKING:
     from ..service import Service
@@ -49,6 +50,20 @@ def pack_files(pack) -> dict[str, Path]:
     return out
 
 
+def _regressions_file(service: Service, request: Request, target: Path) -> str:
+    """How ``target``, the regressions file, is named to ``request``: as the server names it to an operator
+    (:meth:`~cleo_rules.serve.service.Service.shows_paths`), else from the directory that holds the pack and its
+    corpus (``corpus/regressions.yaml``), which says nothing of where that is."""
+    from ...corpus.files import display
+
+    if service.shows_paths(request):
+        return display(target)
+    try:
+        return target.relative_to(Path(service.packs.pack.path).resolve().parent).as_posix()
+    except ValueError:
+        return target.name
+
+
 def _regressions(service: Service) -> tuple[Path, bool]:
     """Where saved regressions go for the pack serving now, and whether this service appends them."""
     from ...corpus.regressions import regressions_path
@@ -58,27 +73,26 @@ def _regressions(service: Service) -> tuple[Path, bool]:
     return target, service.settings.writable_corpus and not inside_package(target) and target.parent.is_dir()
 
 
-def pack_extras(service: Service) -> dict:
-    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file,
-    and whether the pack's own files are edited here (``--writable-pack``)."""
-    from ...corpus.files import display
-
+def pack_extras(service: Service, request: Request) -> dict:
+    """What ``GET /v1/pack`` adds for the playground: the last refusal's located problems, the regressions file
+    (each as ``request`` may see it), and whether the pack's own files are edited here (``--writable-pack``)."""
     error = service.packs.last_error
     problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
     target, writable = _regressions(service)
-    return {"problems": problems, "regressions": {"file": display(target), "writable": writable},
+    return {"problems": problems, "regressions": {"file": _regressions_file(service, request, target),
+                                                  "writable": writable},
             "editing": {"writable": service.settings.writable_pack}}
 
 
 async def pack_status(request: Request) -> Response:
     service = admit(request)
-    return json_response({**service.packs.status(), **pack_extras(service)})
+    return json_response(status_for(request, **pack_extras(service, request)))
 
 
 async def pack_reload(request: Request) -> Response:
     manager = admit(request, admin=True).packs
     changed = await asyncio.get_running_loop().run_in_executor(None, manager.reload)
-    status = manager.status()
+    status = status_for(request, manager)  # an operator's request: whole
     error = manager.last_error
     if not changed and error is not None:
         problems = [p.to_dict() for p in error.problems] if isinstance(error, PackError) else []
@@ -116,7 +130,6 @@ async def pack_source(request: Request) -> Response:
 
 
 async def regressions(request: Request) -> Response:
-    from ...corpus.files import display
     from ...corpus.regressions import regression_entry, save_regression
 
     service = admit(request)
@@ -134,7 +147,7 @@ async def regressions(request: Request) -> Response:
 
     loop = asyncio.get_running_loop()
     entry, preview = await loop.run_in_executor(None, work)
-    shown = display(target)
+    shown = _regressions_file(service, request, target)
     if not write:
         return json_response(preview.to_dict(shown))
     if not settings.writable_corpus:

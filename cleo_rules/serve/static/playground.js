@@ -35,6 +35,7 @@ const state = {
   runs: 0,
   problemsShown: "",
   editor: null,       // the rule file editor, with --writable-pack
+  asking: null,       // while the page asks for a key: the promise of the answer
 };
 
 const $ = (id) => document.getElementById(id);
@@ -65,11 +66,13 @@ class ProblemError extends Error {
   }
 }
 
-async function api(path, { method = "GET", body, text, headers: extra = {} } = {}) {
+async function api(path, options = {}) {
+  const { method = "GET", body, text, headers: extra = {} } = options;
   const headers = { ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (text !== undefined) headers["Content-Type"] = "text/plain; charset=utf-8";
-  if (state.key) headers.Authorization = `Bearer ${state.key}`;
+  const key = state.key;
+  if (key) headers.Authorization = `Bearer ${key}`;
   const sent = text !== undefined ? text : body === undefined ? undefined : JSON.stringify(body);
   const response = await fetch(path, { method, headers, body: sent });
   let data = null;
@@ -78,8 +81,49 @@ async function api(path, { method = "GET", body, text, headers: extra = {} } = {
   } catch {
     data = null;
   }
+  if (response.status === 401) {
+    // a service started with --keys: ask for the key (once for every request refused meanwhile), then send again
+    if (key === state.key) await askForKey(key, data);
+    return api(path, options);
+  }
   if (!response.ok) throw new ProblemError(response.status, data);
   return data;
+}
+
+/** Show the key form until a key is entered; every request refused meanwhile waits for the same answer. */
+function askForKey(refused, problem) {
+  if (state.asking) return state.asking;
+  const why = problem && problem.detail ? ` (${problem.detail})` : "";
+  $("key-ask-message").textContent = refused
+    ? `The key was not accepted${why}. Enter the key again.`
+    : "This playground was started with --keys: enter your key to use it.";
+  const box = $("key-ask");
+  const input = $("key-ask-input");
+  box.hidden = false;
+  input.value = "";
+  input.focus();
+  state.asking = new Promise((resolve) => {
+    const form = $("key-ask-form");
+    const use = (event) => {
+      event.preventDefault();
+      const entered = input.value.trim();
+      if (!entered) return;
+      form.removeEventListener("submit", use);
+      useKey(entered);
+      box.hidden = true;
+      state.asking = null;
+      resolve();
+    };
+    form.addEventListener("submit", use);
+  });
+  return state.asking;
+}
+
+/** Send ``key`` from now on, and keep it for this tab. */
+function useKey(key) {
+  state.key = key;
+  sessionStorage.setItem("cleo-key", key);
+  $("key").value = key;
 }
 
 // -- the conversation -----------------------------------------------------------------------------
@@ -588,8 +632,7 @@ async function start() {
   const key = $("key");
   key.value = state.key;
   key.addEventListener("change", () => {
-    state.key = key.value.trim();
-    sessionStorage.setItem("cleo-key", state.key);
+    useKey(key.value.trim());
     run();
   });
   try {
