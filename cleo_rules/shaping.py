@@ -356,8 +356,10 @@ def _rejected(finder, normalized: str, history) -> list[str]:
 def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):
     """``(query, parts, note)`` for a correction: never combined with what it rejects.
 
-    With no offer among the assistant's recent turns (two or more options), a
-    correction is searched as typed. After an offer, what it rejects is every
+    With no offer among the assistant's recent turns (two or more options), what
+    it rejects is in the assistant's reply (what it answered or did), never in
+    the user's own request: the correction is searched with the subject (the
+    anchor) and the message, never with the reply. After an offer, what it rejects is every
     option but its replacement: a correction that picks its replacement from
     the offer ("not that one, the cheaper one") searches the subject (the
     anchor) with the replacement; one that brings its own ("neither suits, try
@@ -365,7 +367,7 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
     text, that the pack's vocabulary does not cover) searches the subject with
     the message; one that does neither ("we tried that one already") is
     searched as typed. A part that names a rejected option is left out, so the
-    query never holds one.
+    query never holds one but in the user's own words (the message).
     """
     as_typed = (message, (Part("message", message, "message"),), None)
     settings = matcher.settings
@@ -374,7 +376,12 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
         return as_typed
     offer = finder.offer(history)
     if offer is None:
-        return as_typed
+        anchor = matcher.anchor(history)
+        if anchor is None:
+            return as_typed
+        parts = (Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index, (0, len(anchor.content)),
+                      None), Part("message", message, "message"))
+        return render(settings.combine_correction, anchor=anchor.content, message=message), parts, None
     said, options = offer
     choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
     found = finder.find(normalized, message, history, recorder, candidates=choosing) if choosing else None
@@ -393,10 +400,10 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
     if found is not None:
         parts.append(Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
                           found.rule))
-    elif not _names_any(message, rejected):
+    else:
         parts.append(Part("message", message, "message"))
     if not parts or (len(parts) == 1 and parts[0].name == "message"):
-        return as_typed if not _names_any(message, rejected) else (None, (), "a correction naming only what it rejects")
+        return as_typed
     query = render(settings.combine_correction, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(QUERY_PARTS)}
     return query, tuple(sorted(parts, key=lambda p: order[p.name])), None

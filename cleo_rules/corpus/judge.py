@@ -290,9 +290,11 @@ class Evaluator:
 
         offer = self.pack.matcher.referents.offer(read_history(case.history))
         if offer is None:
-            if d.query != case.message:
+            wanted = [case.message] + [render(self.pack.settings.combine_correction, anchor=u, message=case.message)
+                                       for u in user_turns(case.history)]
+            if d.query not in wanted:
                 return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a correction with no offer before it "
-                        "must be searched as typed"]
+                        "is searched as typed or with the user's request, never with the reply"]
             return []
         chosen = d.referent or ""
         rejected = [o.text for o in offer[1] if o.text not in chosen and chosen not in o.text or not chosen]
@@ -306,7 +308,8 @@ class Evaluator:
         """With role-tagged history: a follow-up's query is the combine template over its own parts, its anchor
         one of the user's turns (``case.anchor`` when given), never the assistant's; a substantive message is
         searched as typed; a correction never with an option it rejects (after an offer, every option but the
-        replacement it picks), and as typed when no offer came before it."""
+        replacement it picks), and with no offer before it, as typed or with a user turn (its request), never
+        with the reply it corrects."""
         if expect == "correction":
             return self._correction(case, d)
         if expect != "follow_up":
