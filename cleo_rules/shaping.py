@@ -13,13 +13,20 @@ A follow-up is searched as one of the pack's templates over five parts:
               in the anchor's place;
 ``referent``  what the follow-up points at, found in the conversation by the
               pack's referent rules (:mod:`cleo_rules.referents`): "the second
-              one" becomes the second option the assistant offered. In an
-              information-seeking conversation it qualifies the subject; in a
-              task conversation (the assistant asks) it stands for it: the
-              user's request was for options, and the option found is what the
-              follow-up is about, so the anchor is left out, unless the
-              referent was found in the anchor itself (then the anchor says
-              more about it than its name). A
+              one" becomes the second option the assistant offered, as the
+              reply phrases it ("Cresswell quotes 1,865 a year"); a referent is
+              a thing, never a bare value (a price, a time, a currency code).
+              It qualifies the subject, never replaces it: in an
+              information-seeking conversation the anchor stays whole; in a
+              task conversation (the assistant asks) the user's request was
+              for options and the option found is an instance of what was
+              asked for, so the anchor's request words and head noun ("show
+              me flights", "a restaurant") would pull the search towards
+              every reply to the request: the anchor part is then what the
+              anchor names ("Show me flights to Lisbon on Monday": "Lisbon"),
+              left out only when it names nothing the referent does not name
+              already, or whole when the referent was found in the anchor
+              itself. A
               ``person`` referent ("he", "her") that is not the conversation's
               topic gives way to the topic when there is one. When no rule
               finds one and the conversation is not information-seeking, the
