@@ -362,3 +362,40 @@ def test_a_follow_up_never_carries_an_option_the_message_turns_down():
         d = PACK.classify(message, history)
         assert d.kind == "follow_up"
         assert all(refused not in p.text for p in d.parts if p.name != "message"), d.parts
+
+
+# -- the business register's plain cases ----------------------------------------------------------------------
+
+FLIGHTS = ["Show me flights to Lisbon on Monday",
+           {"role": "assistant", "content": "TAP at 9:10 for 140 EUR and easyJet at 13:25 for 95 EUR."}]
+PANELS = ["Which supplier did we use for the shop's LED panels?",
+          {"role": "assistant", "content": "LightCo, 14 panels at 38 pounds each, delivered in March."}]
+SERVICED = ["Book the van in for its service.",
+            {"role": "assistant", "content": "Booked for Wednesday at 9 am at Kwik Fit."}]
+
+
+def test_a_follow_up_about_flights_searches_lisbon_and_never_a_currency_code():
+    for message in ["Do it again but cheaper", "Cheaper one isn't it", "Go with the cheaper one"]:
+        d = PACK.classify(message, FLIGHTS)
+        assert d.kind == "follow_up" and "Lisbon" in d.query, (message, d.query)
+        assert d.referent != "EUR" and "EUR\n" not in d.query.split("easyJet")[0], (message, d.query)
+    d = PACK.classify("Go with the cheaper one", FLIGHTS)
+    assert d.referent == "easyJet at 13:25 for 95 EUR" and "TAP" not in d.query
+
+
+def test_requests_and_questions_whose_object_points_back_at_the_reply_are_follow_ups():
+    for message in ["Could you forward those to Mark?", "Can we get those cheaper elsewhere?",
+                    "Remind me to pay it on Friday.", "Does that include VAT?", "Email them to the accountant."]:
+        d = PACK.classify(message, PANELS)
+        assert d.kind == "follow_up" and "LED panels" in d.query, (message, d.query)
+    # a demonstrative before its own noun points inside the message
+    assert PACK.classify("Is that new accountant any good at payroll?", PANELS).kind == "substantive"
+
+
+def test_a_correction_of_what_the_assistant_did_searches_the_request_and_never_the_reply():
+    d = PACK.classify("Wrong day, I said Thursday.", SERVICED)
+    assert d.kind == "correction"
+    assert d.query == "Book the van in for its service.\nWrong day, I said Thursday."
+    assert [p.name for p in d.parts] == ["anchor", "message"] and "Wednesday" not in d.query
+    # with no request before it, the correction is searched as typed
+    assert PACK.classify("Wrong day, I said Thursday.", SERVICED[1:]).query == "Wrong day, I said Thursday."
