@@ -29,7 +29,9 @@ hits in total; a tie goes to the shipped value, else to the value nearest it,
 else the smaller) and, for each set, the value chosen on the **other** sets
 (leave-one-dataset-out) and that set's figure with it, beside raw and the
 shipped value. A setting whose left-out figure is below raw on any set is
-flagged **not to ship**. The line "examples" says whether the variant's pack
+flagged **not to ship**. For the task set, whose figures go by domain, the
+domains where the role-tagged query recalls less than raw are listed with the
+set's left-out value and with the shipped one (shown, not part of the flag). The line "examples" says whether the variant's pack
 still passes its own rule examples.
 
 Usage::
@@ -202,17 +204,18 @@ def picked_rows(name: str, eval_dir: Path, limit: int | None) -> tuple[list[dict
     return rows, [r for r in rows if keep(r)]
 
 
-def hit_count(vectors, queries: list[str], pool_v, targets) -> int:
-    """How many queries rank their own answer (``targets``, rows of ``pool_v``) among the top ``K``."""
+def hit_rows(vectors, queries: list[str], pool_v, targets) -> list[bool]:
+    """Whether each query ranks its own answer (``targets``, rows of ``pool_v``) among the top ``K``."""
     import numpy as np
 
     sims = vectors(queries) @ pool_v.T
     own = sims[np.arange(len(queries)), targets]
-    return int(np.sum(np.sum(sims > own[:, None], axis=1) < K))
+    return (np.sum(sims > own[:, None], axis=1) < K).tolist()
 
 
 def measure(packs: dict[tuple, Pack], sets, eval_dir: Path, vectors: DiskVectors, limit: int | None):
-    """Per set: the number of turns, raw's hits and each variant pack's (its role-tagged queries)."""
+    """Per set: the number of turns, each turn's domain (task sets) and whether raw and each variant pack (its
+    role-tagged query) find the turn's answer."""
     import numpy as np
 
     out = {}
@@ -223,11 +226,11 @@ def measure(packs: dict[tuple, Pack], sets, eval_dir: Path, vectors: DiskVectors
         pool_v = vectors(pool)
         index = {t: i for i, t in enumerate(pool)}
         targets = np.array([index[r["answer"]] for r in picked])
-        res = {"n": len(picked), "raw": hit_count(vectors, [r["message"] for r in picked], pool_v, targets),
-               "variants": {}}
+        res = {"n": len(picked), "raw": hit_rows(vectors, [r["message"] for r in picked], pool_v, targets),
+               "variants": {}, "domains": [r.get("domain") for r in picked]}
         for key, pack in packs.items():
             queries = [pack.classify(r["message"], r["turns"]).query or r["message"] for r in picked]
-            res["variants"][key] = hit_count(vectors, queries, pool_v, targets)
+            res["variants"][key] = hit_rows(vectors, queries, pool_v, targets)
         vectors.save()
         out[name] = res
         print(f"  {name}: {len(picked)} turns, {len(packs)} variants in {time.perf_counter() - t0:.0f} s "
@@ -241,11 +244,20 @@ def _cell(hits: int, n: int) -> str:
     return f"{hits / n:.3f} ({hits})" if n else "n/a"
 
 
+def domains_below(domains: list[str], hits: list[bool], raw: list[bool]) -> str:
+    """The domains where ``hits`` are fewer than raw's, each with the difference."""
+    net: dict[str, int] = {}
+    for domain, h, r in zip(domains, hits, raw):
+        net[domain] = net.get(domain, 0) + int(h) - int(r)
+    below = [f"{d} {n:+d}" for d, n in sorted(net.items()) if n < 0]
+    return f"{len(below)} of {len(net)}" + (f" ({', '.join(below)})" if below else "")
+
+
 def report(setting: str, shipped: int, values, results: dict, examples: dict[int, str]) -> bool:
     """Print the setting's table; whether it is flagged not to ship."""
     key = (lambda v: ("shipped",) if v == shipped else (setting, v))
-    hits = {name: {v: res["variants"][key(v)] for v in values} for name, res in results.items()}
-    raw = {name: res["raw"] for name, res in results.items()}
+    hits = {name: {v: sum(res["variants"][key(v)]) for v in values} for name, res in results.items()}
+    raw = {name: sum(res["raw"]) for name, res in results.items()}
     on_all = choose({v: sum(h[v] for h in hits.values()) for v in values}, shipped)
     left_out = leave_one_out(hits, shipped) if len(hits) > 1 else {}
     below = below_raw(hits, raw, left_out) if left_out else []
@@ -271,6 +283,12 @@ def report(setting: str, shipped: int, values, results: dict, examples: dict[int
             print(f"    {setting}={v}: {examples[v]}")
     print(f"  chosen on all sets: {on_all}" + (" (the shipped value)" if on_all == shipped else
                                                f" (shipped {shipped})"))
+    for name, res in results.items():
+        if left_out and any(res["domains"]):
+            shown = {f"left-out value {left_out[name]}": res["variants"][key(left_out[name])],
+                     f"shipped value {shipped}": res["variants"][key(shipped)]}
+            for label, rows in shown.items():
+                print(f"  {name} domains below raw with the {label}: {domains_below(res['domains'], rows, res['raw'])}")
     if left_out:
         print(f"  left-out figure below raw: {', '.join(below) if below else 'nowhere'}"
               + (f" -> {setting} NOT TO SHIP" if below else ""))

@@ -73,3 +73,11 @@ def test_a_set_below_raw_with_its_left_out_value_is_named():
     assert below_raw(hits, raw, {"a": 80, "b": 80}) == ["b"]
     assert below_raw(hits, raw, {"a": 0, "b": 0}) == ["a"]
     assert below_raw(hits, {"a": 10, "b": 5}, {"a": 0, "b": 0}) == []  # equal to raw is not below it
+
+
+def test_the_task_sets_domains_below_raw_are_named_with_their_difference():
+    domains = ["Banks", "Banks", "Buses", "Buses", "Music"]
+    raw = [True, True, False, True, False]
+    hits = [True, False, True, False, True]
+    assert choose_settings.domains_below(domains, hits, raw) == "1 of 3 (Banks -1)"
+    assert choose_settings.domains_below(domains, raw, raw) == "0 of 3"
