@@ -424,13 +424,18 @@ def print_all_turns(name, res):
 DOMAIN_MODES = ("raw", "append", "cleo-rules")
 
 
+def task_turn(row) -> bool:
+    """A task set's turn that is reported: with an answer and a message of 10+ characters (there are no labels)."""
+    return bool(row.get("answer")) and len(row["message"]) >= MIN_MESSAGE
+
+
 def domain_recall(pack, rows, vectors) -> dict:
     """Task conversations without rewrites: per turn of the all-turn filter's length and answer conditions, the
     role-tagged decision and whether each of raw / append / cleo-rules ranks the turn's own answer in the top 5 of
     every distinct assistant utterance in the file (one pool for all domains, as for the other sets)."""
     import numpy as np
 
-    picked = [r for r in rows if r.get("answer") and len(r["message"]) >= MIN_MESSAGE]
+    picked = [r for r in rows if task_turn(r)]
     decisions = [pack.classify(r["message"], r["turns"]) for r in picked]
     out = {"rows": picked, "decisions": decisions, "hits": {}, "pool": 0}
     if vectors is None:

@@ -17,7 +17,10 @@ text, and two checkouts can be compared line by line:
 its figures and ratios side by side; ``bench_store.py``,
 ``bench_serve.py`` and ``bench_embed.py`` take minutes and are run on their own,
 and so does ``bench_replicas.py`` (turns against one service and two on one
-PostgreSQL, about three minutes), which ``--only bench_replicas`` also runs. ``--out DIR``
+PostgreSQL, about three minutes), which ``--only bench_replicas`` also runs, and
+``choose_settings.py`` (the shaping settings chosen from data, with
+leave-one-dataset-out figures; minutes the first time, while it embeds),
+which ``--only choose_settings`` runs. ``--out DIR``
 also writes each script's output to ``DIR/<script>.txt``, for comparing two
 checkouts with ``diff -r``. Exits 1 if any script fails.
 
@@ -57,6 +60,7 @@ TIMINGS = (
 #: scripts that take minutes, run only when named with ``--only``
 ON_REQUEST = (
     ("bench_replicas.py", ()),
+    ("choose_settings.py", ()),
 )
 
 
