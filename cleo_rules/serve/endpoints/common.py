@@ -11,7 +11,9 @@ sees: a request to a service without keys, or with a key for every tenant.
 :meth:`Service.shows_paths <cleo_rules.serve.service.Service.shows_paths>`
 decides it for every endpoint that reports the pack: :func:`admit` (a 503's
 reason), :func:`pack_status` (``/readyz``, ``GET /v1/pack``, a reload),
-and the regressions file ``/v1/pack`` and ``/v1/pack/regressions`` name.
+the regressions file ``/v1/pack`` and ``/v1/pack/regressions`` name, and
+the names of the pack's files (:func:`file_namer`: ``/v1/pack/rules`` and
+``/v1/pack/source``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,11 @@
                                 regressions go (:func:`pack_extras`); its paths, its corpus and the refusal
                                 only to an operator (:func:`.common.pack_status`)
 ``POST /v1/pack/reload``        load the pack again; it serves only if it passes the acceptance gate
-``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``
-``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only)
+``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``; each file named from its
+                                pack (``<pack team>/corrections.yaml``) to any key but an operator's
+                                (:func:`.common.file_namer`)
+``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only), by the name
+                                ``/v1/pack/rules`` gives the same key
 ``POST /v1/pack/regressions``   a turn as a ``regressions.yaml`` case: its YAML, appended to the corpus
                                 beside the pack when the service runs with ``--writable-corpus``
 """
@@ -111,7 +114,8 @@ async def pack_reload(request: Request) -> Response:
 async def pack_rules(request: Request) -> Response:
     pack = admit(request).packs.pack
     named = file_namer(request, pack)
-    rules = [{"id": r.id, "kind": r.kind, "file": named(r.file), "line": r.line, "description": getattr(r, "description", ""),
+    rules = [{"id": r.id, "kind": r.kind, "file": named(r.file), "line": r.line,
+              "description": getattr(r, "description", ""),
               "pack": pack.origin(r)} for r in (*pack.rules, *pack.referent_rules)]
     return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules,
                           **pack.composition.to_dict()})
