@@ -69,10 +69,8 @@ def _regressions_file(service: Service, request: Request, target: Path) -> str:
 
     if service.shows_paths(request):
         return display(target)
-    try:
-        return target.relative_to(Path(service.packs.pack.path).resolve().parent).as_posix()
-    except ValueError:
-        return target.name
+    home = Path(service.packs.pack.path).resolve().parent
+    return target.relative_to(home).as_posix() if target.is_relative_to(home) else target.name
 
 
 def _regressions(service: Service) -> tuple[Path, bool]:
