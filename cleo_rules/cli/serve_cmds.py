@@ -10,13 +10,12 @@ import sys
 
 import click
 
-from ..errors import MissingExtra, UsageError
-from ..extras import is_postgres_url
+from ..errors import UsageError
+from ..memory_backends import find
 from ..serve.settings import DEFAULTS, ServeSettings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
 MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers")
-POSTGRES_MODULES = ("psycopg", "psycopg_pool", "pgvector")
 
 
 def _missing(modules) -> list[str]:
@@ -135,9 +134,10 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         raise UsageError(f"the service needs the serve extra ({', '.join(missing)} missing): "
                          f"pip install 'cleo-rules[serve]'")
     if memory is not None:
+        backend = find(memory)
         missing = _missing(MEMORY_MODULES)
-        if is_postgres_url(memory) and (missing or _missing(POSTGRES_MODULES)):
-            raise MissingExtra("postgres", "PostgreSQL memory store")
+        if backend.modules and (missing or _missing(sorted(backend.modules))):
+            raise backend.missing()
         if missing:
             raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
     try:
