@@ -138,8 +138,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         missing = _missing(MEMORY_MODULES)
         if is_postgres_url(memory) and (missing or _missing(POSTGRES_MODULES)):
             raise MissingExtra("postgres", "PostgreSQL memory store")
-        if missing:
-            raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
+        if missing:  # what the core install says of any memory command: the pip command that brings them
+            raise MissingExtra("memory", "memory store")
     try:
         settings = ServeSettings(pack=pack, require=require, memory=memory, model=model, host=host, port=port,
                                  keys=keys, access_log=access_log, writable_corpus=writable_corpus,
