@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..errors import UsageError
+from ..errors import MissingExtra, UsageError
 from ..memory_backends import find
 from ..serve.settings import DEFAULTS, ServeSettings
 
@@ -138,8 +138,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         missing = _missing(MEMORY_MODULES)
         if backend.modules and (missing or _missing(sorted(backend.modules))):
             raise backend.missing()
-        if missing:
-            raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
+        if missing:  # what the core install says of any memory command: the pip command that brings them
+            raise MissingExtra("memory", "memory store")
     try:
         settings = ServeSettings(pack=pack, require=require, memory=memory, model=model, host=host, port=port,
                                  keys=keys, access_log=access_log, writable_corpus=writable_corpus,
