@@ -51,7 +51,7 @@ def test_sample_to_a_file_then_score(store_dir, tmp_path, capsys):
     out.write_text("".join(json.dumps(p) + "\n" for p in pairs))
     code, stdout, _ = run(capsys, "relevance", "score", "--db", str(store_dir), "--judgments", str(out))
     assert code == 0
-    assert stdout.splitlines() == [
+    assert stdout.split("\n\n")[0].splitlines() == [
         "kind         snippets irrelevant  passages irrelevant",
         "-----------  -------------------  -------------------",
         "all                   0.0% (0/2)          50.0% (1/2)",
@@ -59,8 +59,18 @@ def test_sample_to_a_file_then_score(store_dir, tmp_path, capsys):
         "follow_up             0.0% (0/1)         100.0% (1/1)",
         "correction                     -                    -",
     ]
+    assert stdout.split("\n\n")[1].splitlines() == [  # the test's decisions all say vocab.choice
+        "rule          snippets irrelevant  passages irrelevant",
+        "------------  -------------------  -------------------",
+        "vocab.choice           0.0% (0/2)          50.0% (1/2)",
+    ]
+    assert "worst irrelevant pairs by rule (highest retrieval score first)\nvocab.choice:\n  1:2  score 0.400" in stdout
     code, stdout, _ = run(capsys, "relevance", "score", "--db", str(store_dir), "--judgments", str(out), "--json")
-    assert json.loads(stdout)["follow_up"]["passages"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+    report = json.loads(stdout)
+    assert report["by_kind"]["follow_up"]["passages"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+    assert [(r["rule"], r["judged"], r["irrelevant"]) for r in report["by_rule"]] == [("vocab.choice", 4, 1)]
+    assert [r["part"] for r in report["by_part"]] == ["(not recorded)"]  # the test's decisions have no parts
+    assert [w["pair"] for w in report["by_rule"][0]["worst"]] == ["1:2"]
 
 
 def test_sample_to_stdout_since_and_seed(store_dir, capsys):
