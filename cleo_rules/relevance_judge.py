@@ -283,8 +283,8 @@ def judge_pairs(pairs: Iterable[dict], command: str | Sequence[str], *, timeout:
                     process.kill()
                 else:
                     status = process.exit_status(timeout)
-                    last = "the judge exited" + ("" if status is None else f" with status {status}") + \
-                        " before answering"
+                    last = ("the judge closed its stdout before answering" if status is None
+                            else f"the judge exited with status {status} before answering")
                     process.kill()
                 process, failures = None, failures + 1
                 unjudged(pair, last)
@@ -296,7 +296,10 @@ def judge_pairs(pairs: Iterable[dict], command: str | Sequence[str], *, timeout:
                 run.judged.append({**pair, "relevant": verdict})
             else:
                 unjudged(pair, verdict)
-    finally:
+    except BaseException:
         if process is not None:
-            process.stop(timeout)
+            process.kill()
+        raise
+    if process is not None:
+        process.stop(timeout)
     return run
