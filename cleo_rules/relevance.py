@@ -13,9 +13,13 @@ Two steps, with a person (or any judge) in between:
    pair.
 2. :func:`score_judgments` reads the judged file (each line the sampled pair
    with ``"relevant": true`` or ``false``) and reports the irrelevant share
-   for snippets and for passages, overall and by kind, with counts. Each
-   pair's kind and source are taken from the trace in the database, not from
-   the judgments file.
+   for snippets and for passages, overall and by kind, by rule and by query
+   part, with counts, and for each rule and part its worst pairs (see
+   :class:`Group`). Each pair's kind, rule, parts, source and score are
+   taken from the trace in the database, not from the judgments file.
+
+The judge may be a person editing the file or a command
+(:mod:`cleo_rules.relevance_judge`, ``cleo-rules relevance judge``).
 
 The sample is a function of the traces present, ``n``, ``since`` and
 ``seed``: the same database and arguments give the same pairs in the same
@@ -35,6 +39,7 @@ from .jsonl import JsonLineError, read_lines
 from .kinds import DecisionKind
 from .retrieval.memory import Memory
 from .retrieval.tables import TABLES, Source
+from .shaping import QUERY_PARTS
 from .trace import read_traces
 
 #: the kinds of turn that search, in the order the report shows them (a skipped turn recalls nothing)
@@ -46,15 +51,32 @@ def pair_id(trace_id: int, rank: int) -> str:
     return f"{trace_id}:{rank}"
 
 
-def traced_pairs(traces, *, since: str | None = None) -> list[dict]:
+def query_parts(row: dict) -> list[dict] | None:
+    """The query parts a trace row recorded, each ``{"name", "source", "rule"}`` (no text); ``None`` when the
+    row has none (a trace written before parts were kept, or a column that cannot be read)."""
+    parts = row.get("parts")
+    if isinstance(parts, (str, bytes)):
+        try:
+            parts = json.loads(parts)
+        except ValueError:
+            return None
+    if not isinstance(parts, list) or not parts:
+        return None
+    return [{"name": str(p.get("name")), "source": p.get("source"), "rule": p.get("rule")}
+            for p in parts if isinstance(p, dict)] or None
+
+
+def traced_pairs(traces, *, since: str | None = None, parts: bool = False) -> list[dict]:
     """Every (searched query, recalled item) pair in the traces, oldest first.
 
     ``traces`` is a memory or its trace sink (see :func:`~cleo_rules.trace.read_traces`).
+    With ``parts``, each pair also has ``"parts"``: :func:`query_parts` of its trace.
     """
     pairs = []
     for row in read_traces(traces, since=since, searched_only=True):
+        recorded = query_parts(row) if parts else None
         for rank, ref in enumerate(row["results"], 1):
-            pairs.append({
+            pairs.append({**({"parts": recorded} if parts else {}),
                 "pair": pair_id(row["id"], rank),
                 "trace_id": row["id"],
                 "rank": rank,
@@ -114,44 +136,169 @@ class Share:
         return f"{100 * self.irrelevant / self.judged:.1f}% ({self.irrelevant}/{self.judged})"
 
 
+#: how many of a rule's or a part's irrelevant pairs the report shows
+WORST = 3
+#: the rule row of a turn no rule decided (substantive by default)
+NO_RULE = "(no rule)"
+#: the part row of a pair whose trace recorded no parts (written before parts were kept)
+NOT_RECORDED = "(not recorded)"
+
+
+def _worst_key(pair: dict):
+    """Worst first: the highest retrieval score (retrieval was surest, and wrong), then the oldest pair."""
+    return (-float(pair["score"] or 0), pair["trace_id"], pair["rank"])
+
+
+@dataclass
+class Group:
+    """The judged pairs of one rule or one query part.
+
+    ``shares`` holds a :class:`Share` per source (``conversation``,
+    ``document``); ``worst`` the :data:`WORST` worst pairs judged irrelevant:
+    those retrieval ranked with the highest score, so the ones it was surest
+    of, oldest first on a tie.
+    """
+
+    shares: dict = field(default_factory=dict)  # source -> Share
+    worst: list = field(default_factory=list)
+
+    def share(self, source: str) -> Share:
+        return self.shares.setdefault(source, Share())
+
+    @property
+    def total(self) -> Share:
+        return Share(sum(s.judged for s in self.shares.values()), sum(s.irrelevant for s in self.shares.values()))
+
+    def add(self, pair: dict, relevant: bool) -> None:
+        cell = self.share(pair["source"])
+        cell.judged += 1
+        if not relevant:
+            cell.irrelevant += 1
+            self.worst.append(pair)
+            self.worst.sort(key=_worst_key)
+            del self.worst[WORST:]
+
+    def to_dict(self) -> dict:
+        total = self.total
+        return {
+            "judged": total.judged, "irrelevant": total.irrelevant, "share": total.share,
+            **{table.pieces: _share_dict(self.share(source.value)) for source, table in TABLES.items()},
+            "worst": [{k: p[k] for k in ("pair", "kind", "rule", "source", "item", "score", "query")}
+                      for p in self.worst],
+        }
+
+
+def _share_dict(cell: Share) -> dict:
+    return {"judged": cell.judged, "irrelevant": cell.irrelevant, "share": cell.share}
+
+
+def _rules_of(pair: dict) -> list[str]:
+    """The rules a pair counts under: the one that decided its turn, and each that found a part of its query."""
+    rules = [pair["rule"] or NO_RULE]
+    for part in pair.get("parts") or ():
+        if part.get("rule") and part["rule"] not in rules:
+            rules.append(str(part["rule"]))
+    return rules
+
+
+def _parts_of(pair: dict) -> list[str]:
+    """The query parts a pair counts under: each part its query had, once."""
+    names = list(dict.fromkeys(part["name"] for part in pair.get("parts") or ()))
+    return names or [NOT_RECORDED]
+
+
 @dataclass
 class RelevanceReport:
-    """Irrelevant share by kind (rows, plus ``all``) and source (snippets, passages)."""
+    """Irrelevant share by kind (rows, plus ``all``) and source (snippets, passages), by rule and by query part.
+
+    A pair counts under the rule that decided its turn and under each rule
+    that found a part of its query (a referent rule), and under each part its
+    query had (``anchor``, ``topic``, ``referent``, ``message``, ``reply``);
+    so the rule and part rows overlap, and each says how the pairs that rule
+    or part went into fared.
+    """
 
     cells: dict = field(default_factory=dict)  # (kind, source) -> Share
+    by_rule: dict = field(default_factory=dict)  # rule -> Group
+    by_part: dict = field(default_factory=dict)  # part name -> Group
 
     def cell(self, kind: str, source: str) -> Share:
         return self.cells.setdefault((kind, source), Share())
 
-    def add(self, kind: str, source: str, relevant: bool) -> None:
+    def add(self, kind: str, source: str, relevant: bool, pair: dict | None = None) -> None:
+        """Count one judged pair; ``pair`` (a :func:`traced_pairs` pair with ``parts``) also counts it by rule
+        and by part."""
         for k in ("all", kind):
             cell = self.cell(k, source)
             cell.judged += 1
             cell.irrelevant += 0 if relevant else 1
+        if pair is not None:
+            for rule in _rules_of(pair):
+                self.by_rule.setdefault(rule, Group()).add(pair, relevant)
+            for name in _parts_of(pair):
+                self.by_part.setdefault(name, Group()).add(pair, relevant)
 
     def rows(self) -> list[str]:
         extra = sorted({k for k, _ in self.cells} - set(SEARCHED_KINDS) - {"all"})
         return ["all", *SEARCHED_KINDS, *extra]
 
+    def rule_rows(self) -> list[str]:
+        """Rules, the one with the most irrelevant pairs first (then the highest share, then by name)."""
+        return sorted(self.by_rule, key=lambda r: (-self.by_rule[r].total.irrelevant,
+                                                   -(self.by_rule[r].total.share or 0), r))
+
+    def part_rows(self) -> list[str]:
+        """Parts in the order a query template has them, then any other name, then :data:`NOT_RECORDED`."""
+        known = [p for p in QUERY_PARTS if p in self.by_part]
+        rest = sorted(set(self.by_part) - set(QUERY_PARTS) - {NOT_RECORDED})
+        return known + rest + ([NOT_RECORDED] if NOT_RECORDED in self.by_part else [])
+
     def to_dict(self) -> dict:
         return {
-            kind: {
-                table.pieces: {"judged": c.judged, "irrelevant": c.irrelevant, "share": c.share}
-                for source, table in TABLES.items()
-                for c in [self.cell(kind, source.value)]
-            }
-            for kind in self.rows()
+            "by_kind": {kind: {table.pieces: _share_dict(self.cell(kind, source.value))
+                               for source, table in TABLES.items()}
+                        for kind in self.rows()},
+            "by_rule": [{"rule": r, **self.by_rule[r].to_dict()} for r in self.rule_rows()],
+            "by_part": [{"part": p, **self.by_part[p].to_dict()} for p in self.part_rows()],
         }
 
     def format(self) -> str:
-        """A plain-text table: one row per kind, snippets and passages as columns."""
-        head = ("kind", "snippets irrelevant", "passages irrelevant")
-        body = [(kind, *(self.cell(kind, source.value).format() for source in Source)) for kind in self.rows()]
-        widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
-        lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
-                 for r in [head, *body]]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(line.rstrip() for line in lines)
+        """Plain text: a table by kind, one by rule and one by query part (snippets and passages as columns),
+        then the worst pairs of each rule and part."""
+        kinds = [(kind, *(self.cell(kind, source.value).format() for source in Source)) for kind in self.rows()]
+        rules = [(r, *(self.by_rule[r].share(source.value).format() for source in Source))
+                 for r in self.rule_rows()]
+        parts = [(p, *(self.by_part[p].share(source.value).format() for source in Source))
+                 for p in self.part_rows()]
+        blocks = [_table("kind", kinds), _table("rule", rules), _table("query part", parts)]
+        for axis, groups, names in (("rule", self.by_rule, self.rule_rows()),
+                                    ("query part", self.by_part, self.part_rows())):
+            worst = [line for name in names if groups[name].worst
+                     for line in [f"{name}:", *(_worst_line(p) for p in groups[name].worst)]]
+            if worst:
+                blocks.append("\n".join([f"worst irrelevant pairs by {axis} (highest retrieval score first)",
+                                         *worst]))
+        return "\n\n".join(blocks)
+
+
+def _table(head: str, body: list[tuple]) -> str:
+    """Rows under ``head``, ``snippets irrelevant`` and ``passages irrelevant``, aligned."""
+    rows = [(head, "snippets irrelevant", "passages irrelevant"), *body]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+             for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _worst_line(pair: dict) -> str:
+    """One worst pair on one line: id, score, source, item and the query (cut, quoted as JSON)."""
+    query = pair["query"] or ""
+    query = query if len(query) <= 80 else query[:79] + "\u2026"
+    table = next((t for src, t in TABLES.items() if src.value == pair["source"]), None)
+    piece = table.label if table is not None else str(pair["source"])
+    return (f"  {pair['pair']}  score {float(pair['score'] or 0):.3f}  {piece} {pair['item']}  "
+            f"query {json.dumps(query, ensure_ascii=False)}")
 
 
 def _judgment(row, where: str) -> dict:
@@ -213,12 +360,12 @@ def score_judgments(traces, judgments: str | Path | Iterable[dict]) -> Relevance
                 for n, row in enumerate(judgments, 1)]
         if not rows:
             raise UsageError("no judgments to score")
-    known = {p["pair"]: p for p in traced_pairs(traces)}
+    known = {p["pair"]: p for p in traced_pairs(traces, parts=True)}
     report = RelevanceReport()
     for row in rows:
         pair = known.get(row["pair"])
         if pair is None:
             where = f"line {row['line']}: " if "line" in row else ""
             raise UsageError(f"{where}pair {row['pair']} is not in the traces of this database")
-        report.add(pair["kind"], pair["source"], bool(row["relevant"]))
+        report.add(pair["kind"], pair["source"], bool(row["relevant"]), pair)
     return report

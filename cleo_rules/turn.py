@@ -128,7 +128,7 @@ class Recall:
         Needs the ``[memory]`` extra, and for a URL the ``[postgres]`` extra
         (:class:`~cleo_rules.errors.MissingExtra` without it).
         """
-        from .extras import store_imports
+        from .memory_backends import store_imports
 
         with store_imports(location):
             from .retrieval.locate import open_memory

@@ -6,6 +6,8 @@ import io
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cleo_rules.errors import UsageError
 from cleo_rules.relevance import sample_pairs, score_judgments, traced_pairs
@@ -102,7 +104,7 @@ def judge(pairs, irrelevant):
 def test_score_by_source_and_kind(memory, traces):
     pairs = sample_pairs(memory, 100)
     report = score_judgments(traces, judge(pairs, {"2:1", "2:3", "4:1", "5:1"}))
-    d = report.to_dict()
+    d = report.to_dict()["by_kind"]
     assert d["all"]["snippets"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
     assert d["all"]["passages"] == {"judged": 4, "irrelevant": 2, "share": 0.5}
     assert d["follow_up"]["snippets"] == {"judged": 2, "irrelevant": 1, "share": 0.5}
@@ -118,7 +120,7 @@ def test_kind_and_source_come_from_the_traces_not_the_file(memory, traces, tmp_p
     path = tmp_path / "j.jsonl"
     lines = [{**p, "kind": "substantive", "source": "document", "relevant": False} for p in sample_pairs(memory, 100)]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    d = score_judgments(traces, path).to_dict()
+    d = score_judgments(traces, path).to_dict()["by_kind"]
     assert d["follow_up"]["snippets"]["judged"] == 2
 
 
@@ -149,3 +151,127 @@ def test_a_pair_judged_twice_is_an_error(traces, tmp_path):
 def test_missing_judgments_file(traces, tmp_path):
     with pytest.raises(UsageError, match="not found"):
         score_judgments(traces, tmp_path / "nope.jsonl")
+
+
+# -- by rule and by query part ------------------------------------------------------------------------------------
+
+def parted(kind, rule, parts, query="q"):
+    """A decision whose query had ``parts``: (name, source, rule) each."""
+    from cleo_rules.decision import Decision, Part
+
+    return Decision(kind=kind, rule=rule, span=None, matched=None, query=query, anchor=None, message="m",
+                    pack="cleo-en", pack_version="1.0.0", pack_hash="abc123",
+                    parts=tuple(Part(name=n, text=f"{n} text", source=s, rule=r) for n, s, r in parts))
+
+
+@pytest.fixture
+def parted_memory(tmp_path, toy_embedder):
+    """Four traced turns whose traces keep their query parts (the last one none, as an older trace)."""
+    store = MemoryStore.open(tmp_path / "memory", embedder=toy_embedder)
+    tracer = Tracer(store)
+    turns = [
+        (parted("follow_up", "follow_up.definite", [("anchor", "user", None),
+                                                    ("referent", "assistant", "referent.description"),
+                                                    ("message", "message", None), ("reply", "assistant", None)],
+                query="definite query"),
+         [result("conversation", 1, 0.9), result("document", 2, 0.8)]),
+        (parted("follow_up", "vocab.choice", [("anchor", "user", None), ("referent", "assistant", "referent.position"),
+                                              ("message", "message", None)], query="choice query"),
+         [result("conversation", 3, 0.7), result("document", 4, 0.3)]),
+        (parted("substantive", None, [("message", "message", None)], query="kiln quotes"),
+         [result("conversation", 5, 0.6), result("document", 6, 0.5), result("conversation", 7, 0.95),
+          result("document", 8, 0.2)]),
+        (parted("correction", "correction.already-tried", [], query="tried"), [result("document", 9, 0.4)]),
+    ]
+    for n, (d, results) in enumerate(turns):
+        tracer.record(time=f"2024-06-0{n + 1}T10:00:00+00:00", decision=d, results=results, timings={}, k=5)
+    yield store
+    store.close()
+
+
+PARTED_IRRELEVANT = {"1:1", "1:2", "2:2", "3:1", "3:2", "3:3", "3:4", "4:1"}
+
+
+def test_score_by_rule_names_the_rule_with_most_irrelevant_pairs_first(parted_memory):
+    pairs = traced_pairs(parted_memory)
+    d = score_judgments(parted_memory, judge(pairs, PARTED_IRRELEVANT)).to_dict()
+    rows = {r["rule"]: r for r in d["by_rule"]}
+    assert [r["rule"] for r in d["by_rule"]] == [
+        "(no rule)", "follow_up.definite", "referent.description", "correction.already-tried", "referent.position",
+        "vocab.choice"]  # ties by name
+    assert (rows["(no rule)"]["judged"], rows["(no rule)"]["irrelevant"]) == (4, 4)
+    assert rows["(no rule)"]["snippets"] == {"judged": 2, "irrelevant": 2, "share": 1.0}
+    assert rows["vocab.choice"]["passages"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+    assert rows["vocab.choice"]["snippets"] == {"judged": 1, "irrelevant": 0, "share": 0.0}
+    assert rows["referent.position"] == {**rows["vocab.choice"], "rule": "referent.position"}
+    # the worst three: judged irrelevant, the highest retrieval score first
+    assert [w["pair"] for w in rows["(no rule)"]["worst"]] == ["3:3", "3:1", "3:2"]
+    assert rows["(no rule)"]["worst"][0] == {"pair": "3:3", "kind": "substantive", "rule": None,
+                                             "source": "conversation", "item": "c7#s0", "score": 0.95,
+                                             "query": "kiln quotes"}
+    assert [w["pair"] for w in rows["vocab.choice"]["worst"]] == ["2:2"]
+
+
+def test_score_by_query_part(parted_memory):
+    pairs = traced_pairs(parted_memory)
+    d = score_judgments(parted_memory, judge(pairs, PARTED_IRRELEVANT)).to_dict()
+    rows = {r["part"]: r for r in d["by_part"]}
+    assert [r["part"] for r in d["by_part"]] == ["anchor", "referent", "message", "reply", "(not recorded)"]
+    assert (rows["anchor"]["judged"], rows["anchor"]["irrelevant"]) == (4, 3)
+    assert (rows["reply"]["judged"], rows["reply"]["irrelevant"]) == (2, 2)
+    assert (rows["message"]["judged"], rows["message"]["irrelevant"]) == (8, 7)
+    assert (rows["(not recorded)"]["judged"], rows["(not recorded)"]["irrelevant"]) == (1, 1)
+    assert [w["pair"] for w in rows["anchor"]["worst"]] == ["1:1", "1:2", "2:2"]
+    assert [w["pair"] for w in rows["message"]["worst"]] == ["3:3", "1:1", "1:2"]
+
+
+def test_score_text_has_the_rule_and_part_tables_and_the_worst_pairs(parted_memory):
+    pairs = traced_pairs(parted_memory)
+    text = score_judgments(parted_memory, judge(pairs, PARTED_IRRELEVANT)).format()
+    blocks = text.split("\n\n")
+    assert blocks[0].splitlines()[0].split()[0] == "kind"
+    rule_lines = blocks[1].splitlines()
+    assert rule_lines[0].split() == ["rule", "snippets", "irrelevant", "passages", "irrelevant"]
+    assert rule_lines[2].split() == ["(no", "rule)", "100.0%", "(2/2)", "100.0%", "(2/2)"]
+    assert blocks[2].splitlines()[0].startswith("query part")
+    assert blocks[3].splitlines()[:3] == [
+        "worst irrelevant pairs by rule (highest retrieval score first)",
+        "(no rule):",
+        '  3:3  score 0.950  snippet c7#s0  query "kiln quotes"',
+    ]
+    assert blocks[4].startswith("worst irrelevant pairs by query part")
+    assert '  1:1  score 0.900  snippet c1#s0  query "definite query"' in blocks[4].splitlines()
+
+
+def test_a_long_query_is_cut_and_quoted_in_the_worst_pairs(tmp_path, toy_embedder):
+    with MemoryStore.open(tmp_path / "memory", embedder=toy_embedder) as store:
+        Tracer(store).record(time="2024-06-01T10:00:00+00:00",
+                             decision=parted("substantive", None, [("message", "message", None)],
+                                             query="line one\n\x1b[31m" + "x" * 200),
+                             results=[result("document", 1)], timings={}, k=5)
+        text = score_judgments(store, [{"pair": "1:1", "relevant": False}]).format()
+    line = [x for x in text.splitlines() if x.startswith("  1:1")][0]
+    assert '"line one\\n\\u001b[31m' in line and line.endswith('\u2026"') and len(line) < 160
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(verdicts=st.lists(st.booleans(), min_size=9, max_size=9))
+def test_rule_and_part_rows_agree_with_a_count_by_hand(parted_memory, verdicts):
+    from cleo_rules.relevance import WORST
+
+    pairs = traced_pairs(parted_memory, parts=True)
+    judged = [{"pair": p["pair"], "relevant": v} for p, v in zip(pairs, verdicts)]
+    d = score_judgments(parted_memory, judged).to_dict()
+    for axis, key, of in (("by_rule", "rule", lambda p: {p["rule"] or "(no rule)"} | {
+            x["rule"] for x in p["parts"] or () if x["rule"]}),
+                          ("by_part", "part", lambda p: {x["name"] for x in p["parts"] or ()} or {"(not recorded)"})):
+        rows = {r[key]: r for r in d[axis]}
+        names = set().union(*(of(p) for p in pairs))
+        assert set(rows) == names
+        for name in names:
+            mine = [(p, v) for p, v in zip(pairs, verdicts) if name in of(p)]
+            bad = sorted((p for p, v in mine if not v), key=lambda p: (-p["score"], p["trace_id"], p["rank"]))
+            assert (rows[name]["judged"], rows[name]["irrelevant"]) == (len(mine), len(bad))
+            assert [w["pair"] for w in rows[name]["worst"]] == [p["pair"] for p in bad[:WORST]]
+    irrelevant = [r["irrelevant"] for r in d["by_rule"]]
+    assert irrelevant == sorted(irrelevant, reverse=True)

@@ -29,6 +29,7 @@ COMMANDS = {
     "check": ("rules_cmds", "check", "Validate, lint and compile a rule pack, then run its corpus."),
     "classify": ("rules_cmds", "classify", "Classify a message (or JSON Lines on stdin) and shape its query."),
     "explain": ("rules_cmds", "explain", "Show why a message got its decision, and the rules that nearly took it."),
+    "rules": ("list_cmds", "rules", "List every rule id of a pack and its bases: kind, pack, description."),
     "corpus": ("corpus_cmds", "corpus", "Build, check and diff the generated rule corpus."),
     "init": ("init_cmds", "init", "Start a team rule pack: manifest, rules, corpus and schemas."),
     "schemas": ("init_cmds", "schemas", "Write the JSON Schemas of rule files into a directory."),

@@ -18,9 +18,12 @@ def init(directory, name, standalone):
 
     By default the pack extends cleo-en, the bundled pack: its manifest names
     cleo-en (within the major version installed) with `disable:` and
-    `settings:` ready to fill, beside an empty file for the team's own
-    corrections and an empty regressions corpus; every cleo-en rule applies
-    until the manifest says otherwise. With --standalone it writes a pack of
+    `settings:` ready to fill, beside two files for the team's own rules,
+    corrections.yaml and follow_ups.yaml (each listed in the manifest, empty,
+    with a commented example rule that checks once uncommented and its corpus
+    built), and an empty regressions corpus; every cleo-en rule applies until
+    the manifest says otherwise (`cleo-rules rules` lists every rule id, to
+    disable or to replace). With --standalone it writes a pack of
     its own instead: a manifest, one vocabulary set, one follow-up pattern and
     one correction with its request forms, each with examples,
     counterexamples and templates, and the corpus generated from them. Either
@@ -31,6 +34,7 @@ def init(directory, name, standalone):
     \b
     Examples:
       cleo-rules init team && cd team && cleo-rules check
+      cleo-rules rules team/rules
       cleo-rules init --standalone team
     """
     from ..pack.load import display

@@ -282,14 +282,15 @@ def tenants(db, schema, tenant, as_json):
       cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo
       cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo --adopt SCHEMA --tenant acme
     """
-    from ..extras import is_postgres_url, store_imports
+    from ..memory_backends import find
 
-    if not is_postgres_url(db):
+    backend = find(db)
+    if backend.extra != "postgres":
         raise UsageError(f"memory tenants lists the tenants of a PostgreSQL database (--db postgresql://...); "
                          f"{db!s:.80} is a directory, which holds one store")
     if (schema is None) != (tenant is None):
         raise UsageError("--adopt SCHEMA and --tenant NAME go together")
-    with store_imports(db):
+    with backend.imports():
         from ..retrieval.pg_owners import TOOL, adopt, list_schemas
         from ..retrieval.pg_schema import parse_location
         from ..retrieval.postgres import Database

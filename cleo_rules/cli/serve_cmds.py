@@ -11,12 +11,11 @@ import sys
 import click
 
 from ..errors import MissingExtra, UsageError
-from ..extras import is_postgres_url
+from ..memory_backends import find
 from ..serve.settings import DEFAULTS, ServeSettings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
 MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers")
-POSTGRES_MODULES = ("psycopg", "psycopg_pool", "pgvector")
 
 
 def _missing(modules) -> list[str]:
@@ -135,11 +134,12 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         raise UsageError(f"the service needs the serve extra ({', '.join(missing)} missing): "
                          f"pip install 'cleo-rules[serve]'")
     if memory is not None:
+        backend = find(memory)
         missing = _missing(MEMORY_MODULES)
-        if is_postgres_url(memory) and (missing or _missing(POSTGRES_MODULES)):
-            raise MissingExtra("postgres", "PostgreSQL memory store")
-        if missing:
-            raise UsageError(f"--memory needs the memory store's dependencies ({', '.join(missing)} missing)")
+        if backend.modules and (missing or _missing(sorted(backend.modules))):
+            raise backend.missing()
+        if missing:  # what the core install says of any memory command: the pip command that brings them
+            raise MissingExtra("memory", "memory store")
     try:
         settings = ServeSettings(pack=pack, require=require, memory=memory, model=model, host=host, port=port,
                                  keys=keys, access_log=access_log, writable_corpus=writable_corpus,

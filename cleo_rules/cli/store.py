@@ -47,7 +47,7 @@ def open_store(db, *, create: bool = False, read_only: bool = False, **options):
     its notice that another embedding backend built it, are shown as
     ``Warning: ...`` lines on stderr once it is closed.
     """
-    from ..extras import store_imports
+    from ..memory_backends import store_imports
 
     with store_imports(db):
         from ..retrieval import EmbeddingNotice, StoreWarning

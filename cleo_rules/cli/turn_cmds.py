@@ -288,8 +288,9 @@ def relevance():
     \b
     Example (nightly):
       cleo-rules relevance sample --db memory/ --n 200 --since 2024-06-01 --out sample.jsonl
-      # judges set "relevant": true or false on every line
-      cleo-rules relevance score --db memory/ --judgments sample.jsonl
+      # judges set "relevant": true or false on every line, or a command does:
+      cleo-rules relevance judge --sample sample.jsonl --command "python judge.py" --out judged.jsonl
+      cleo-rules relevance score --db memory/ --judgments judged.jsonl
     """
 
 
@@ -329,9 +330,15 @@ def relevance_sample(db, n, since, seed, out):
 @relevance.command("score")
 @db_option
 @click.option("--judgments", required=True, type=click.Path(dir_okay=False), help="Judged JSONL file.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON: by_kind, by_rule, by_part.")
 def relevance_score(db, judgments, as_json):
-    """Print the irrelevant share of judged pairs, for snippets and passages, by kind.
+    """Print the irrelevant share of judged pairs, for snippets and passages: by kind, by rule and by query part.
+
+    A pair counts under the rule that decided its turn and under the rule that
+    found its referent, and under each part of its query (anchor, topic,
+    referent, message, reply). Rules come most irrelevant pairs first; the
+    three worst pairs of each rule and part follow (judged irrelevant, the
+    highest retrieval score first).
 
     \b
     Example:
@@ -342,6 +349,62 @@ def relevance_score(db, judgments, as_json):
     with open_store(db, read_only=True) as store:
         report = score_judgments(store, judgments)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(report.format())
+
+
+def _write_jsonl(out: str, rows: list[dict], what: str) -> None:
+    text = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in rows)
+    if out == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} {out}: {exc.strerror or exc}") from None
+
+
+@relevance.command("judge")
+@click.option("--sample", "sample", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="The JSONL file 'relevance sample' wrote ('-' for stdin).")
+@click.option("--command", "command", required=True, metavar="CMD",
+              help="The judge's command line, run once without a shell (split as a POSIX shell would).")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True,
+              help="Where the judged pairs go ('-' for stdout): the sample's lines with \"relevant\" set.")
+@click.option("--unjudged", type=click.Path(dir_okay=False), default=None,
+              help="Also write the pairs left unjudged here, with \"relevant\": null and \"judge_error\".")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds the judge has to answer each pair.")
+def relevance_judge(sample, command, out, unjudged, timeout):
+    """Have a command judge each sampled pair, for 'relevance score'.
+
+    CMD gets one JSON line per pair on its stdin ({"pair", "query", "source",
+    "id", "item", "title", "date", "text"}) and answers each with one line on
+    its stdout, {"relevant": true} or {"relevant": false}, flushed before the
+    next pair comes. Its stderr is passed through. A pair whose answer is not
+    such a line, is over 4096 bytes, is late or never comes (the command
+    exited) stays unjudged: it is named on stderr with what was wrong and is
+    counted neither way; the command is started again for the next pair, and
+    after three such failures in a row the rest are not sent. Pairs the
+    sample already judged are kept. Exits 1 when a pair was left unjudged.
+
+    \b
+    Example:
+      cleo-rules relevance judge --sample sample.jsonl --command "python judge.py" --out judged.jsonl
+    """
+    from ..relevance_judge import judge_pairs, read_sample
+
+    pairs = read_sample(sys.stdin.buffer if sample == "-" else sample)
+
+    def report(problem):
+        click.echo(f"pair {problem.pair}: {problem.reason}", err=True)
+
+    run = judge_pairs(pairs, command, timeout=timeout, on_problem=report)
+    _write_jsonl(out, run.judged, "--out")
+    if unjudged is not None:
+        _write_jsonl(unjudged, run.unjudged, "--unjudged")
+    click.echo(run.summary() + ("" if out == "-" else f", judged written to {out}"), err=True)
+    if run.unjudged:
+        sys.exit(1)

@@ -60,7 +60,7 @@ def classifier(pack: Any = None):
 def decision_metadata(decision) -> dict:
     """The decision as a result's metadata (and an event's data): plain JSON values only."""
     return {
-        "kind": decision.kind,
+        "kind": str(decision.kind),  # the plain string ("follow_up"), not the enum member
         "rule": decision.rule,
         "query": decision.query,
         "anchor": decision.anchor,

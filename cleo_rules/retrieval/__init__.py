@@ -27,7 +27,7 @@ The modules, each with one job:
 ``torch_backend``  the reference backend: sentence-transformers on torch
 ``encoding``       the model check, the lazy model load and a checked encode
 ``provenance``     what made a store's vectors, recorded, and the probe check of a new embedder
-``locate``         :func:`~.locate.open_memory`: a directory is the embedded store, a URL PostgreSQL
+``locate``         :func:`~.locate.open_memory`: a directory is the embedded store, a URL its scheme's backend
 
 The embedded store (SQLite and hnswlib in one directory):
 

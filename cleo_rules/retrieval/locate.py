@@ -1,4 +1,4 @@
-"""Opening a memory by its location: a directory is the embedded store, a URL is PostgreSQL.
+"""Opening a memory by its location: a directory is the embedded store, a URL the backend its scheme names.
 
 :func:`open_memory` is what ``Recall.open``, the CLI's ``--db`` and the
 service's ``--memory`` go through::
@@ -7,23 +7,22 @@ service's ``--memory`` go through::
     open_memory("postgresql://cleo@db.internal/cleo")         # PgStore, tenant "default"
     open_memory("postgresql://cleo@db.internal/cleo?tenant=acme")
 
-The PostgreSQL backend (:mod:`~cleo_rules.retrieval.postgres`) is imported
-only for a URL, so the embedded store never imports psycopg; without the
-``[postgres]`` extra a URL raises :class:`~cleo_rules.errors.MissingExtra`.
+The backend of each scheme is registered in :mod:`cleo_rules.memory_backends`
+and imported only for a location of its own, so the embedded store never
+imports psycopg; without the ``[postgres]`` extra a URL raises
+:class:`~cleo_rules.errors.MissingExtra`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..extras import is_postgres_url, postgres_imports
+from ..memory_backends import find
 from .memory import Memory
 
-__all__ = ["describe_location", "is_postgres_url", "open_memory"]
+__all__ = ["describe_location", "open_memory"]
 
 
 def open_memory(location, embedder=None, **options) -> Memory:
-    """Open the memory at ``location``: a directory (embedded) or a ``postgresql://`` URL.
+    """Open the memory at ``location``: a directory (embedded), a ``postgresql://`` URL, or a registered scheme's.
 
     ``options`` go to :meth:`MemoryStore.open <cleo_rules.retrieval.store.MemoryStore.open>`
     or :meth:`PgStore.open <cleo_rules.retrieval.postgres.PgStore.open>` as
@@ -35,19 +34,9 @@ def open_memory(location, embedder=None, **options) -> Memory:
     This is the one opener: every command that takes ``--db`` opens its
     store here, and so does :meth:`Recall.open <cleo_rules.turn.Recall.open>`.
     """
-    if is_postgres_url(location):
-        with postgres_imports():
-            from .postgres import PgStore
-        return PgStore.open(location, embedder, **options)
-    from .store import MemoryStore
-
-    return MemoryStore.open(Path(location), embedder, **options)
+    return find(location).load().open(location, embedder, **options)
 
 
 def describe_location(location) -> str:
     """The location as it may be shown: a URL without its password."""
-    if is_postgres_url(location):
-        from .pg_schema import display_url
-
-        return display_url(location)
-    return str(location)
+    return find(location).load().describe(location)

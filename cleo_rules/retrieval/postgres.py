@@ -40,19 +40,22 @@ connections busy for ``timeout`` seconds is E307.
 
 from __future__ import annotations
 
+import threading
 from typing import Unpack
 
+from ..memory_backends import MemoryBackend
+from ..tenant_names import valid_tenant
 from .base import guarded
 from .options import StoreKeywords, StoreOptions
 from .pg_database import Database
-from .pg_schema import COUNTS_SQL, Location, index_name, parse_location
+from .pg_schema import COUNTS_SQL, Location, display_url, index_name, parse_location, schema_name
 from .pg_search import PgSearch
 from .pg_writes import PgWrites
 from .provenance import Recorded
 from .tables import TABLES, Source
 from .traces import PgTraces
 
-__all__ = ["Database", "PgStore", "PgTraces"]
+__all__ = ["BACKEND", "Database", "PgStore", "PgTenants", "PgTraces"]
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -160,3 +163,58 @@ class PgStore(PgWrites, PgSearch):
         head = {"path": str(self.location), "backend": "postgres", "tenant": self.location.tenant,
                 "schema": self.schema, "schema_version": int(meta["schema_version"])}
         return self._stats(head, counts, db_bytes, indexes, Recorded.from_meta(meta))
+
+
+# -- the backend of a postgresql:// location ----------------------------------------------------
+
+
+class PgTenants:
+    """The service's tenants under ``--memory postgresql://...``: one schema each, all on one shared pool.
+
+    The pool (``pool_size`` connections, taken out of ``options``) is opened
+    on first use, which may come from two threads at once. A tenant whose
+    schema was found, or whose store was opened, is remembered: a schema is
+    never dropped under the service.
+    """
+
+    def __init__(self, url: str, options: dict):
+        self.url = str(url)
+        self.pool_size = int(options.pop("pool_size", 8))
+        self._database: Database | None = None
+        self._lock = threading.Lock()
+        self._known: set[str] = set()
+
+    def database(self) -> Database:
+        """The shared :class:`Database` of every tenant's store."""
+        with self._lock:
+            if self._database is None:
+                self._database = Database(parse_location(self.url).url, pool_size=self.pool_size)
+            return self._database
+
+    def known(self, name: str) -> bool:
+        return name in self._known
+
+    def exists(self, name: str) -> bool:
+        if not valid_tenant(name):
+            raise ValueError(f"not a tenant name: {name!r}")
+        found = self.database().tenant_exists(schema_name(name))
+        if found:
+            self._known.add(name)
+        return found
+
+    def open(self, name: str, embedder, **options) -> PgStore:
+        store = PgStore.open(self.url, embedder=embedder, tenant=name, database=self.database(), **options)
+        self._known.add(name)
+        return store
+
+    def close(self) -> None:
+        if self._database is not None:
+            self._database.close()
+
+
+def _open_url(location, embedder=None, **options) -> PgStore:
+    return PgStore.open(location, embedder, **options)
+
+
+#: the PostgreSQL store, the backend of ``postgresql://`` and ``postgres://`` locations
+BACKEND = MemoryBackend("postgresql", open=_open_url, tenants=PgTenants, describe=display_url)

@@ -45,6 +45,8 @@ import numpy as np
 import sqlite_utils
 
 from ..errors import StoreError
+from ..memory_backends import MemoryBackend
+from ..tenant_names import valid_tenant
 from .base import MemoryBase, guarded
 from .index_set import IndexSet, StoreWarning, as_blob
 from .ingest import IngestReport, ingest_lines, open_lines
@@ -60,7 +62,8 @@ from .sqlite_schema import (
 from .tables import TABLES, Source, now
 from .traces import SqliteTraces
 
-__all__ = ["MemoryStore", "Result", "SearchResponse", "Item", "IngestReport", "StoreWarning", "validate_record"]
+__all__ = ["BACKEND", "DirectoryTenants", "MemoryStore", "Result", "SearchResponse", "Item", "IngestReport",
+           "StoreWarning", "validate_record"]
 
 Pending = tuple[dict[Source, set[int]], dict[Source, dict[int, np.ndarray]], set[Source]]
 """What a commit leaves for the in-memory indexes: labels deleted and added per source, and the sources behind."""
@@ -375,3 +378,43 @@ class MemoryStore(MemoryBase):
             (self.path / f).stat().st_size for f in (DB_FILE, DB_FILE + "-wal") if (self.path / f).exists()
         )
         return self._stats({"path": str(self.path)}, counts, db_bytes, indexes)
+
+
+# -- the backend of a directory ---------------------------------------------------------------
+
+
+class DirectoryTenants:
+    """The service's tenants under ``--memory DIR``: ``DIR/<tenant>/`` is one :class:`MemoryStore` each.
+
+    A tenant has a store once its database file is there (only an ingest
+    creates one); a name that is not a tenant's is a ``ValueError`` before
+    any path is made of it.
+    """
+
+    def __init__(self, root, options: dict | None = None):
+        self.root = Path(root)
+
+    def path(self, name: str) -> Path:
+        if not valid_tenant(name):  # the router and the handlers check first; this is the last line
+            raise ValueError(f"not a tenant name: {name!r}")
+        return self.root / name
+
+    def known(self, name: str) -> bool:
+        return False  # a file's presence is cheap to look up: never remembered
+
+    def exists(self, name: str) -> bool:
+        return (self.path(name) / DB_FILE).is_file()
+
+    def open(self, name: str, embedder, **options) -> MemoryStore:
+        return MemoryStore.open(self.path(name), embedder=embedder, **options)
+
+    def close(self) -> None:
+        pass
+
+
+def _open_directory(location, embedder=None, **options) -> MemoryStore:
+    return MemoryStore.open(Path(location), embedder, **options)
+
+
+#: the embedded store, the backend of a location that is a directory (see :mod:`cleo_rules.memory_backends`)
+BACKEND = MemoryBackend("embedded", open=_open_directory, tenants=DirectoryTenants)

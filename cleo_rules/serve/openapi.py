@@ -23,6 +23,10 @@ from .problems import PROBLEM_TYPES, type_uri
 __all__ = ["document", "request_schemas"]
 
 REF = "#/components/schemas/"
+#: how a file of the pack is named to a request (:func:`cleo_rules.serve.endpoints.common.file_namer`)
+FILE_NAMED = ("The file: to a key for every tenant (or without keys) as the server names it, relative to its "
+              "working directory or whole; to any other key from the pack it belongs to, "
+              "`<pack NAME>/follow_ups.yaml` or `<base pack NAME>/follow_ups.yaml`.")
 
 
 def _ref(name: str) -> dict:
@@ -281,8 +285,8 @@ def _pack_schemas() -> dict:
                     "type": "object", "required": ["id", "kind", "file", "line", "pack"],
                     "properties": {"id": {"type": "string"},
                                    "kind": {"enum": ["correction", "follow_up", "vocabulary", "referent"]},
-                                   "file": {"type": "string"}, "line": {"type": "integer"},
-                                   "description": {"type": "string"},
+                                   "file": {"type": "string", "description": FILE_NAMED},
+                                   "line": {"type": "integer"}, "description": {"type": "string"},
                                    "pack": {"type": "string", "description": "The pack the rule comes from: this "
                                                                              "one, or a base."}}}},
                 "bases": _ref("PackBases"),
@@ -297,7 +301,7 @@ def _pack_schemas() -> dict:
         },
         "PackSource": {
             "type": "object", "required": ["file", "hash", "lines"],
-            "properties": {"file": {"type": "string"}, "hash": {"type": "string"},
+            "properties": {"file": {"type": "string", "description": FILE_NAMED}, "hash": {"type": "string"},
                            "lines": {"type": "array", "items": {"type": "string"}}},
         },
         "RegressionSaved": {
@@ -475,7 +479,8 @@ def _pack_paths(op, keys: bool) -> dict:
         "/v1/pack/source": {"get": op(
             "The lines of one of the pack's files (its manifest and rule files)", ok="PackSource",
             query=[{"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
-                    "description": "The file as the pack's rules name it (`file` in /v1/pack/rules)."}],
+                    "description": "The file as /v1/pack/rules names it to the same key (its `file`); no other "
+                                   "name."}],
             statuses=[400, 404, 413, 503])},
         "/v1/pack/regressions": {"post": op(
             "A turn as a regressions case: its YAML, appended to the corpus beside the pack with write=true "

@@ -1,9 +1,11 @@
 """The tenants' memory stores: one directory (or database schema) each, opened lazily, kept in a bounded LRU.
 
-``ROOT/<tenant>/`` is one :class:`~cleo_rules.retrieval.MemoryStore`; with a
+The root's backend (:mod:`cleo_rules.memory_backends`) says where each
+tenant's store is: ``ROOT/<tenant>/`` is one :class:`~cleo_rules.retrieval.MemoryStore`
+(:class:`~cleo_rules.retrieval.store.DirectoryTenants`); with a
 ``postgresql://`` URL for a root, each tenant is one
 :class:`~cleo_rules.retrieval.postgres.PgStore` (schema ``cleo_<tenant>``),
-and all of them share one connection pool (:class:`~cleo_rules.retrieval.postgres.Database`).
+and all of them share one connection pool (:class:`~cleo_rules.retrieval.postgres.PgTenants`).
 A store is opened on first use and, like everything done with it, on the
 tenant's own thread: a store's SQLite connection belongs to the thread that
 opened it, and one thread per tenant also means a tenant's requests run one
@@ -42,14 +44,12 @@ from ..tenant_names import valid_tenant
 from .scheduler import EmbedScheduler, bulk_lane, in_bulk_lane
 
 if TYPE_CHECKING:
+    from ..memory_backends import TenantStores
     from ..retrieval.memory import Memory
 
 log = logging.getLogger("cleo_rules.serve")
 
 __all__ = ["Overloaded", "RequestTimeout", "SharedEmbedder", "Tenants", "Write", "bounded"]
-
-DB_FILE = "memory.db"  # the store's database file: its presence is what makes a tenant known
-
 
 class Overloaded(Exception):
     """The tenant's queue is full (for a read: all but the slot kept for a write); nothing was started.
@@ -162,11 +162,10 @@ class SharedEmbedder:
 class _Tenant:
     """One tenant's store and the thread that owns it."""
 
-    __slots__ = ("name", "path", "executor", "store", "pending", "after")
+    __slots__ = ("name", "executor", "store", "pending", "after")
 
-    def __init__(self, name: str, path: Path | None, after: Future | None):
+    def __init__(self, name: str, after: Future | None):
         self.name = name
-        self.path = path
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"cleo-tenant-{name}")
         self.store: Memory | None = None
         self.pending = 0
@@ -181,13 +180,13 @@ class Tenants:
     """
 
     def __init__(self, root, embedder, *, open_stores: int = 32, queue: int = 16, store_options=None):
-        from ..extras import is_postgres_url
+        from ..memory_backends import find
 
-        self.url: str | None = str(root) if is_postgres_url(root) else None
-        self.root = Path(root) if self.url is None else None
-        self._database = None  # the shared pool of a postgresql:// root, opened on first use
-        self._database_lock = threading.Lock()  # first use may come from two threads at once
-        self._known: set[str] = set()  # tenants whose schema exists (a schema is never dropped under us)
+        self.backend = find(root)
+        self.location = root if self.backend.scheme is not None else Path(root)
+        self.root = self.location if isinstance(self.location, Path) else None
+        self._stores: TenantStores | None = None  # the backend's, made on first use
+        self._stores_lock = threading.Lock()  # first use may come from two threads at once
         self.embedder = embedder
         self.open_stores = int(open_stores)
         self.queue = int(queue)
@@ -203,39 +202,23 @@ class Tenants:
             raise ValueError("the tenants live in a database, not in directories")
         return self.root / name
 
-    def database(self):
-        """The shared :class:`~cleo_rules.retrieval.postgres.Database` of a ``postgresql://`` root."""
-        with self._database_lock:
-            if self._database is None:
-                from ..extras import postgres_imports
-
-                with postgres_imports():
-                    from ..retrieval.pg_schema import parse_location
-                    from ..retrieval.postgres import Database
-
-                assert self.url is not None
-                self._database = Database(parse_location(self.url).url,
-                                          pool_size=int(self.store_options.pop("pool_size", 8)))
-            return self._database
+    @property
+    def stores(self) -> TenantStores:
+        """The backend's tenants (:class:`~cleo_rules.memory_backends.TenantStores`), its module imported now."""
+        with self._stores_lock:
+            if self._stores is None:
+                self._stores = self.backend.load().tenants(self.location, self.store_options)
+            return self._stores
 
     def known(self, name: str) -> bool:
         """Whether the tenant is known to have a store without looking (its store is open, or was found)."""
-        return name in self._tenants or name in self._known
+        return name in self._tenants or (self._stores is not None and self._stores.known(name))
 
     def exists(self, name: str) -> bool:
         """Whether the tenant has a store (only an ingest creates one): a file's presence, or a database query."""
         if self.known(name):
             return True
-        if self.url is None:
-            return (self.path(name) / DB_FILE).is_file()
-        if not valid_tenant(name):
-            raise ValueError(f"not a tenant name: {name!r}")
-        from ..retrieval.pg_schema import schema_name
-
-        found = self.database().tenant_exists(schema_name(name))
-        if found:
-            self._known.add(name)
-        return found
+        return self.stores.exists(name)
 
     @property
     def read_limit(self) -> int:
@@ -259,8 +242,9 @@ class Tenants:
             raise RuntimeError("the tenants' stores are closed")
         tenant = self._tenants.get(name)
         if tenant is None:
-            where = self.path(name) if self.url is None else None
-            tenant = self._tenants[name] = _Tenant(name, where, self._closing.pop(name, None))
+            if not valid_tenant(name):
+                raise ValueError(f"not a tenant name: {name!r}")
+            tenant = self._tenants[name] = _Tenant(name, self._closing.pop(name, None))
         self._tenants.move_to_end(name)
         limit = self.queue if isinstance(work, Write) else self.read_limit
         if tenant.pending >= limit:
@@ -284,16 +268,8 @@ class Tenants:
                 except Exception:  # noqa: BLE001 - logged where it failed; the database is still the truth
                     pass
                 tenant.after = None
-            if self.url is not None:
-                from ..retrieval.postgres import PgStore
-
-                tenant.store = PgStore.open(self.url, embedder=self.embedder, tenant=tenant.name,
-                                            database=self.database(), **self.store_options)
-                self._known.add(tenant.name)
-            else:
-                from ..retrieval import MemoryStore
-
-                tenant.store = MemoryStore.open(tenant.path, embedder=self.embedder, **self.store_options)
+            stores = self.stores
+            tenant.store = stores.open(tenant.name, self.embedder, **self.store_options)
             log.info("opened the memory store of tenant %s", tenant.name)
         if isinstance(work, Write):
             with bulk_lane():
@@ -342,8 +318,8 @@ class Tenants:
                 future.result()
             except Exception:  # noqa: BLE001 - one store failing to save must not keep the others open
                 log.exception("a memory store failed to close cleanly")
-        if self._database is not None:
-            self._database.close()
+        if self._stores is not None:
+            self._stores.close()
         close = getattr(self.embedder, "close", None)
         if callable(close):
             close()  # every store's work is done: nothing is left to encode

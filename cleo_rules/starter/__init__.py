@@ -4,7 +4,8 @@
 
 * ``rules/``: a manifest that extends ``cleo-en`` (the bundled pack, within
   the major version installed), with ``disable:`` and ``settings:`` ready to
-  fill, and an empty file for the team's own corrections (:mod:`.extend`);
+  fill, and two files for the team's own corrections and follow-up patterns,
+  empty, each with a commented example rule (:mod:`.extend`);
   with ``standalone=True``, the pack of its own it wrote before packs could
   be built on others: a manifest, one vocabulary set, one follow-up pattern
   and one correction with its request forms, each with examples,

@@ -42,14 +42,16 @@ def extending(tmp_path, monkeypatch):
     return tmp_path / "acme"
 
 
-def test_init_extends_cleo_en_by_default_with_an_empty_rule_file_and_corpus(extending):
-    assert sorted(p.name for p in (extending / "rules").iterdir()) == ["corrections.yaml", "pack.yaml"]
+def test_init_extends_cleo_en_by_default_with_empty_rule_files_and_corpus(extending):
+    assert sorted(p.name for p in (extending / "rules").iterdir()) == ["corrections.yaml", "follow_ups.yaml",
+                                                                         "pack.yaml"]
     assert sorted(p.name for p in (extending / "corpus").iterdir()) == ["regressions.yaml"]
     pack = compile_pack(extending / "rules")  # its examples are judged too
     (base,) = pack.composition.bases
     assert (pack.name, base.name, base.spec, base.origin) == ("acme", "cleo-en", "cleo-en", "bundled")
     assert not pack.composition.disabled and not pack.composition.replaced
     assert [r for r in pack.rules if pack.owns(r)] == []
+    assert [src.data["kind"] for src in pack.sources.values()] == ["corrections", "follow_ups"]
     assert len(pack.rules) == len(compile_pack().rules)  # every cleo-en rule applies
     bundled = compile_pack()
     assert re.search(rf'(?m)^    version: "\^{bundled.version.split(".")[0]}\.{bundled.version.split(".")[1]}"',
@@ -82,6 +84,36 @@ def test_a_correction_added_to_the_extending_pack_checks_once_its_corpus_is_buil
     assert compile_pack("rules").classify("That one is out of stock.").rule == "correction.out-of-stock"
 
 
+def _uncomment_example(path: Path, first: str) -> None:
+    """Put the commented example rule of a starter rule file in place of its empty ``rules: []``."""
+    text = path.read_text()
+    example = [line[4:] for line in text.splitlines() if line.startswith("#   ")]
+    assert example[0] == first
+    path.write_text(text.replace("rules: []", "rules:\n" + "\n".join("  " + line for line in example)))
+
+
+def test_a_follow_up_added_to_the_extending_pack_checks_once_its_corpus_is_built(extending, monkeypatch):
+    """init writes the team's follow-up file, listed in the manifest, with a commented example rule that works:
+    uncommented and built, it checks both ways, against the team's corpus and cleo-en's."""
+    monkeypatch.chdir(extending)
+    assert "  - follow_ups.yaml" in Path("rules/pack.yaml").read_text()
+    _uncomment_example(Path("rules/follow_ups.yaml"), "- id: follow_up.walk-through")
+    built = run("corpus", "build")
+    assert built.exit_code == 0, built.output
+    assert "40 positive, 16 negative" in built.output
+    result = run("check")
+    assert result.exit_code == 0, result.output
+    assert "32 follow-up patterns" in result.output  # cleo-en's 31 and the team's
+    assert "1 rules, all covered both ways" in result.output
+    assert re.search(r"(?m)^corpus of cleo-en ok: .* FP 0 FN 0;", result.output)
+    pack = compile_pack("rules")
+    history = ["Compare the two van insurance quotes from Brightline and Zego"]
+    decision = pack.classify("Can you walk us through them, please?", history)
+    assert (decision.kind, decision.rule) == ("follow_up", "follow_up.walk-through")
+    assert pack.origin(pack.rule("follow_up.walk-through")) == "acme"
+    assert pack.classify("Walk me through the staff rota for the Leeds branch over Christmas").kind == "substantive"
+
+
 def test_init_writes_a_pack_corpus_and_schemas(team):
     assert sorted(p.name for p in (team / "rules").iterdir()) == [
         "corrections.yaml", "follow_ups.yaml", "pack.yaml", "slots.yaml", "vocabulary.yaml"]
@@ -111,7 +143,7 @@ def test_check_passes_straight_away_from_inside(team, monkeypatch):
     assert lines[2].startswith("corpus ok: ") and "3 rules, all covered both ways; corpus up to date" in lines[2]
 
 
-@pytest.mark.parametrize("which, count", [("team", 10), ("extending", 3)])
+@pytest.mark.parametrize("which, count", [("team", 10), ("extending", 4)])
 def test_schema_lines_resolve_inside_the_repository(which, count, request):
     team = request.getfixturevalue(which)
     files = list((team / "rules").glob("*.yaml")) + list((team / "corpus").rglob("*.yaml"))

@@ -1,8 +1,10 @@
-"""``cleo-rules relevance sample`` and ``cleo-rules relevance score``."""
+"""``cleo-rules relevance sample``, ``relevance judge`` and ``relevance score``."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 
 import pytest
 
@@ -51,7 +53,7 @@ def test_sample_to_a_file_then_score(store_dir, tmp_path, capsys):
     out.write_text("".join(json.dumps(p) + "\n" for p in pairs))
     code, stdout, _ = run(capsys, "relevance", "score", "--db", str(store_dir), "--judgments", str(out))
     assert code == 0
-    assert stdout.splitlines() == [
+    assert stdout.split("\n\n")[0].splitlines() == [
         "kind         snippets irrelevant  passages irrelevant",
         "-----------  -------------------  -------------------",
         "all                   0.0% (0/2)          50.0% (1/2)",
@@ -59,8 +61,18 @@ def test_sample_to_a_file_then_score(store_dir, tmp_path, capsys):
         "follow_up             0.0% (0/1)         100.0% (1/1)",
         "correction                     -                    -",
     ]
+    assert stdout.split("\n\n")[1].splitlines() == [  # the test's decisions all say vocab.choice
+        "rule          snippets irrelevant  passages irrelevant",
+        "------------  -------------------  -------------------",
+        "vocab.choice           0.0% (0/2)          50.0% (1/2)",
+    ]
+    assert "worst irrelevant pairs by rule (highest retrieval score first)\nvocab.choice:\n  1:2  score 0.400" in stdout
     code, stdout, _ = run(capsys, "relevance", "score", "--db", str(store_dir), "--judgments", str(out), "--json")
-    assert json.loads(stdout)["follow_up"]["passages"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+    report = json.loads(stdout)
+    assert report["by_kind"]["follow_up"]["passages"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+    assert [(r["rule"], r["judged"], r["irrelevant"]) for r in report["by_rule"]] == [("vocab.choice", 4, 1)]
+    assert [r["part"] for r in report["by_part"]] == ["(not recorded)"]  # the test's decisions have no parts
+    assert [w["pair"] for w in report["by_rule"][0]["worst"]] == ["1:2"]
 
 
 def test_sample_to_stdout_since_and_seed(store_dir, capsys):
@@ -89,7 +101,8 @@ def test_bad_judgments_file(store_dir, tmp_path, capsys):
 
 
 def test_help_has_examples(capsys):
-    for argv in (["relevance", "--help"], ["relevance", "sample", "--help"], ["relevance", "score", "--help"]):
+    for argv in (["relevance", "--help"], ["relevance", "sample", "--help"], ["relevance", "score", "--help"],
+                 ["relevance", "judge", "--help"]):
         code, out, _ = run(capsys, *argv)
         assert code == 0 and "Example" in out
 
@@ -102,3 +115,52 @@ def test_since_with_a_time_zone_is_compared_in_utc(store_dir, capsys):
     code, stdout, _ = run(capsys, "relevance", "sample", "--db", str(store_dir), "--n", "10",
                           "--since", "2024-06-02T08:00:01")
     assert code == 0 and stdout == ""
+
+
+def test_judge_a_sample_with_a_command_then_score_it(store_dir, tmp_path, capsys):
+    sample = tmp_path / "sample.jsonl"
+    assert run(capsys, "relevance", "sample", "--db", str(store_dir), "--n", "10", "--out", str(sample))[0] == 0
+    judge = tmp_path / "judge.py"
+    judge.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    p = json.loads(line)\n"
+        "    answer = 'garbage' if p['pair'] == '3:2' else json.dumps({'relevant': p['source'] == 'conversation'})\n"
+        "    print(answer, flush=True)\n")
+    lines = [json.loads(x) for x in sample.read_text().splitlines()]
+    for line in lines:
+        line["text"] = "an item's text"  # the store of this test holds no items
+    sample.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    judged, left = tmp_path / "judged.jsonl", tmp_path / "left.jsonl"
+    code, stdout, stderr = run(capsys, "relevance", "judge", "--sample", str(sample), "--out", str(judged),
+                               "--unjudged", str(left), "--command", shlex.join([sys.executable, str(judge)]))
+    assert code == 1 and stdout == ""
+    assert stderr.splitlines() == [
+        "pair 3:2: bad answer: not valid JSON at column 1: Expecting value",
+        f"3 pairs judged (2 relevant, 1 irrelevant), 1 unjudged, judged written to {judged}",
+    ]
+    assert [(x["pair"], x["relevant"]) for x in map(json.loads, judged.read_text().splitlines())] == [
+        ("1:1", True), ("1:2", False), ("3:1", True)]
+    (unjudged,) = map(json.loads, left.read_text().splitlines())
+    assert (unjudged["pair"], unjudged["relevant"]) == ("3:2", None) and "not valid JSON" in unjudged["judge_error"]
+    code, stdout, _ = run(capsys, "relevance", "score", "--db", str(store_dir), "--judgments", str(judged), "--json")
+    assert code == 0
+    assert json.loads(stdout)["by_kind"]["all"]["passages"] == {"judged": 1, "irrelevant": 1, "share": 1.0}
+
+
+def test_judge_reads_the_sample_from_stdin_and_writes_stdout(tmp_path, capsys, monkeypatch):
+    import io
+
+    line = {"pair": "1:1", "query": "kiln", "source": "document", "text": "kiln", "relevant": None}
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((json.dumps(line) + "\n").encode())))
+    cmd = shlex.join([sys.executable, "-c", "import sys; sys.stdin.readline(); print('{\"relevant\": true}')"])
+    code, stdout, stderr = run(capsys, "relevance", "judge", "--sample", "-", "--command", cmd)
+    assert code == 0 and json.loads(stdout) == {**line, "relevant": True}
+    assert stderr.strip() == "1 pairs judged (1 relevant, 0 irrelevant), 0 unjudged"
+
+
+def test_judge_with_a_command_that_does_not_exist(tmp_path, capsys):
+    sample = tmp_path / "s.jsonl"
+    sample.write_text('{"pair": "1:1", "query": "q", "text": "t", "relevant": null}\n')
+    code, _, err = run(capsys, "relevance", "judge", "--sample", str(sample), "--command", str(tmp_path / "nope"))
+    assert code == 2 and err.startswith("Error: cannot run the judge command")

@@ -89,6 +89,23 @@ def test_missing_serve_extra_is_named(monkeypatch):
     assert "pip install 'cleo-rules[serve]'" in str(result.exception) and "uvicorn" in str(result.exception)
 
 
+@pytest.mark.parametrize("module", ["hnswlib", "onnxruntime"])
+def test_serve_memory_without_the_memory_extra_names_the_pip_command(module, monkeypatch, tmp_path, capsys):
+    """With only [serve] installed, `serve --memory` says what the core install says of a memory command: the
+    extra and the pip command that installs it (exit 2), before anything starts."""
+    from cleo_rules.cli import main, serve_cmds
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(serve_cmds.importlib.util, "find_spec",
+                        lambda name, *a: None if name == module else real(name, *a))
+    with pytest.raises(SystemExit) as stop:
+        main(["serve", "--memory", str(tmp_path / "memory"), "--port", "0"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("Error: the memory store needs the [memory] extra: "
+                                       "pip install 'cleo-rules[memory]'\n")
+    assert not (tmp_path / "memory").exists()
+
+
 @pytest.mark.parametrize("args, says", [(["--queue", "0"], "--queue"), (["--max-k", "0"], "--max-k"),
                                         (["--request-timeout", "0"], "--request-timeout")])
 def test_impossible_limits_are_refused(args, says):

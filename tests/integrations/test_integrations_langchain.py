@@ -111,6 +111,16 @@ def test_the_last_human_message_is_classified_and_the_base_retriever_asked_the_s
     assert "cleo_rules" not in lc["documents"][0].metadata  # the base retriever's documents are not changed
 
 
+def test_the_metadata_and_the_event_carry_the_kind_as_a_plain_string(lc):
+    """`kind` is "follow_up" itself, not the DecisionKind member: a plain str whose repr a user reads as written."""
+    retriever, _ = make(lc)
+    recorder = lc["Recorder"]()
+    docs = retriever.invoke(conversation(), config={"callbacks": [recorder]})
+    kinds = [d.metadata["cleo_rules"]["kind"] for d in docs] + [data["kind"] for _, data in recorder.events]
+    assert len(kinds) == len(docs) + 1 and docs
+    assert all(type(kind) is str and repr(kind) == "'follow_up'" for kind in kinds), [repr(k) for k in kinds]
+
+
 def test_a_skipped_turn_returns_nothing_and_the_decision_reaches_the_callbacks(lc):
     from langchain_core.messages import AIMessage, HumanMessage
 

@@ -107,6 +107,15 @@ def test_the_last_user_message_is_classified_and_the_base_retriever_asked_the_sh
     assert li["handler"].seen[-1].decision == nodes[0].node.metadata["cleo_rules"]
 
 
+def test_the_metadata_and_the_event_carry_the_kind_as_a_plain_string(li):
+    """`kind` is "follow_up" itself, not the DecisionKind member: a plain str whose repr a user reads as written."""
+    retriever, _ = make(li)
+    nodes = retriever.retrieve_chat(chat())
+    kinds = [n.node.metadata["cleo_rules"]["kind"] for n in nodes] + [li["handler"].seen[-1].decision["kind"]]
+    assert nodes
+    assert all(type(kind) is str and repr(kind) == "'follow_up'" for kind in kinds), [repr(k) for k in kinds]
+
+
 def test_a_skipped_turn_returns_nothing_and_dispatches_the_decision(li):
     from llama_index.core.base.llms.types import ChatMessage
 

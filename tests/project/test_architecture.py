@@ -32,7 +32,7 @@ RUNTIMES = {"onnxruntime": "cleo_rules.retrieval.onnx_backend", "tokenizers": "c
 #: trace rows every memory writes (TraceSink), the check for an optional extra, and where the bundled
 #: files are (the embedding model): none knows a rule
 STORE_MAY_USE = {"cleo_rules.errors", "cleo_rules.jsonl", "cleo_rules.kinds", "cleo_rules.trace", "cleo_rules.extras",
-                 "cleo_rules.resources", "cleo_rules.tenant_names"}
+                 "cleo_rules.memory_backends", "cleo_rules.resources", "cleo_rules.tenant_names"}
 #: the thin layers over the library; nothing else imports them
 LAYERS = ("cleo_rules.cli", "cleo_rules.serve", "cleo_rules.__main__")
 #: the matching walk: it walks the lanes it is given, and knows no rule family, no pack, no file

@@ -11,11 +11,15 @@ sees: a request to a service without keys, or with a key for every tenant.
 :meth:`Service.shows_paths <cleo_rules.serve.service.Service.shows_paths>`
 decides it for every endpoint that reports the pack: :func:`admit` (a 503's
 reason), :func:`pack_status` (``/readyz``, ``GET /v1/pack``, a reload),
-and the regressions file ``/v1/pack`` and ``/v1/pack/regressions`` name.
+the regressions file ``/v1/pack`` and ``/v1/pack/regressions`` name, and
+the names of the pack's files (:func:`file_namer`: ``/v1/pack/rules`` and
+``/v1/pack/source``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import PurePath
 from typing import TYPE_CHECKING, cast
 
 from starlette.requests import Request
@@ -25,8 +29,8 @@ from ..problems import ServiceError
 if TYPE_CHECKING:
     from ..service import Service
 
-__all__ = ["JSONL_TYPES", "PRIVATE", "add_timings", "admit", "decision_record", "flag", "on_store", "pack_status",
-           "service_of"]
+__all__ = ["JSONL_TYPES", "PRIVATE", "add_timings", "admit", "decision_record", "file_namer", "flag", "on_store",
+           "pack_status", "service_of"]
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines")
 
@@ -61,6 +65,19 @@ def pack_status(request: Request, manager=None, **extra) -> dict:
     if service.shows_paths(request):
         return status
     return {k: v for k, v in status.items() if k not in PRIVATE}
+
+
+def file_namer(request: Request, pack) -> Callable[[str], str]:
+    """How a file of ``pack`` (named as the loader names it: a rule's ``file``, a problem's) is named to
+    ``request``: as the server names it to an operator (:meth:`~cleo_rules.serve.service.Service.shows_paths`),
+    else from the pack it belongs to (``<pack team>/corrections.yaml``, ``<base pack cleo-en>/follow_ups.yaml``:
+    :func:`~cleo_rules.pack.files.pack_file_names`), a file of none of them by its file name alone."""
+    if service_of(request).shows_paths(request):
+        return lambda name: name
+    from ...pack.files import pack_file_names
+
+    names = pack_file_names(pack)
+    return lambda name: names[name].name if name in names else PurePath(name).name
 
 
 async def on_store(request: Request, tenant: str, work, *, timeout: float | None = None, create: bool = False):

@@ -4,8 +4,11 @@
                                 regressions go (:func:`pack_extras`); its paths, its corpus and the refusal
                                 only to an operator (:func:`.common.pack_status`)
 ``POST /v1/pack/reload``        load the pack again; it serves only if it passes the acceptance gate
-``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``
-``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only)
+``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``; each file named from its
+                                pack (``<pack team>/corrections.yaml``) to any key but an operator's
+                                (:func:`.common.file_namer`)
+``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only), by the name
+                                ``/v1/pack/rules`` gives the same key
 ``POST /v1/pack/regressions``   a turn as a ``regressions.yaml`` case: its YAML, appended to the corpus
                                 beside the pack when the service runs with ``--writable-corpus``
 """
@@ -23,7 +26,7 @@ from ...errors import CleoError, PackError
 from ..body import parse_json, read_regression
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
-from .common import admit, pack_status as status_for
+from .common import admit, file_namer, pack_status as status_for
 
 if TYPE_CHECKING:
     from ..service import Service
@@ -33,20 +36,28 @@ __all__ = ["pack_extras", "pack_files", "pack_reload", "pack_rules", "pack_sourc
 MAX_SOURCE_BYTES = 1 << 20
 
 
-def pack_files(pack) -> dict[str, Path]:
-    """The files of ``pack`` the source endpoint may show, by the name its rules give them (``rule.file``): those of
-    the pack and of the packs it is built on (read only)."""
+def pack_files(pack, *, paths: bool = True) -> dict[str, Path]:
+    """The files of ``pack`` the source endpoint may show: those of the pack and of the packs it is built on (read
+    only), each by the name ``GET /v1/pack/rules`` gives it: as the loader names it (``rule.file``, relative to the
+    working directory or whole) with ``paths``, an operator's; else from its pack (``<pack team>/corrections.yaml``,
+    :func:`~cleo_rules.pack.files.pack_file_names`)."""
+    from ...pack.files import pack_file_names
     from ...pack.sources import display
 
     roots = [Path(where).resolve() for where in (pack.path, *(b.path for b in pack.composition.bases))]
     names = {display(Path(where) / "pack.yaml") for where in (pack.path, *(b.path for b in pack.composition.bases))}
     names |= {r.file for r in (*pack.rules, *pack.referent_rules)}
+    relative = None if paths else pack_file_names(pack)
     out = {}
     for name in sorted(names):
         path = Path(name)
         path = (path if path.is_absolute() else Path.cwd() / path).resolve()
-        if any(path == root or root in path.parents for root in roots):
+        if not any(path == root or root in path.parents for root in roots):
+            continue
+        if relative is None:
             out[name] = path
+        elif name in relative:
+            out[relative[name].name] = path
     return out
 
 
@@ -58,10 +69,8 @@ def _regressions_file(service: Service, request: Request, target: Path) -> str:
 
     if service.shows_paths(request):
         return display(target)
-    try:
-        return target.relative_to(Path(service.packs.pack.path).resolve().parent).as_posix()
-    except ValueError:
-        return target.name
+    home = Path(service.packs.pack.path).resolve().parent
+    return target.relative_to(home).as_posix() if target.is_relative_to(home) else target.name
 
 
 def _regressions(service: Service) -> tuple[Path, bool]:
@@ -102,19 +111,22 @@ async def pack_reload(request: Request) -> Response:
 
 async def pack_rules(request: Request) -> Response:
     pack = admit(request).packs.pack
-    rules = [{"id": r.id, "kind": r.kind, "file": r.file, "line": r.line, "description": getattr(r, "description", ""),
+    named = file_namer(request, pack)
+    rules = [{"id": r.id, "kind": r.kind, "file": named(r.file), "line": r.line,
+              "description": getattr(r, "description", ""),
               "pack": pack.origin(r)} for r in (*pack.rules, *pack.referent_rules)]
     return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules,
                           **pack.composition.to_dict()})
 
 
 async def pack_source(request: Request) -> Response:
-    pack = admit(request).packs.pack
+    service = admit(request)
+    pack = service.packs.pack
     name = request.query_params.get("file")
     if not name:
         raise ServiceError("invalid-request", "file is required: a file of the pack, as its rules name it",
                            field="file")
-    files = pack_files(pack)
+    files = pack_files(pack, paths=service.shows_paths(request))
     path = files.get(name)
     if path is None:
         raise ServiceError("not-found", f"pack {pack.name} has no file {name[:200]!r}; its files: {', '.join(files)}")
