@@ -62,6 +62,7 @@ from threading import Lock
 
 from . import timed
 from .history import ASSISTANT, Said
+from .listing import clip, list_items
 from .names import names, number_word
 from .text import normalize
 from .values import bare_value, comparing, coordinated, figure, first_value, value_kinds
@@ -84,8 +85,6 @@ MAX_MENTIONS = 64
 #: How much of a turn is read when the finder is given no ``max_chars`` (the pack's default ``max_scan_chars``).
 DEFAULT_MAX_CHARS = 4000
 
-# a list item's marker at the start of a line, and the spaces or tabs after it
-_ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+")
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{2,60})[\"\u201d]")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3,
@@ -265,9 +264,9 @@ class ReferentFinder:
                     found[found.index(overlapping[0])] = subject  # "Lan anh is ...": the name as the subject says it
         found.sort(key=lambda m: m.start)
         del found[MAX_MENTIONS:]
-        items = _list_items(text, MAX_MENTIONS)
+        items = list_items(text, MAX_MENTIONS)
         if len(items) >= 2:
-            options = tuple(Mention(_clip(item), start, start + len(_clip(item))) for start, item in items)
+            options = tuple(Mention(clip(item), start, start + len(clip(item))) for start, item in items)
         else:
             options = self._coordinated_options(text, found) if reply else ()
             if len(options) < 2:
@@ -569,38 +568,6 @@ def _before_time(name, time_words):
     if not head or _key(head) in time_words:
         return None
     return type(name)(head, name.start, name.start + len(head), name.initial)
-
-
-def _list_items(text: str, most: int) -> list[tuple[int, str]]:
-    """The first ``most`` list items of ``text``: ``(start, text)`` of each line that starts with a marker
-    ("-", "*", "•", "1.", "a)", "(i)") and spaces, from its first character after them to its last that is
-    not white space (at least one character).
-
-    What ``^[ \\t]*MARKER[ \\t]+(.+?)\\s*$`` finds line by line (multi-line mode), in one pass: that
-    pattern tries the rest of the line at every character of the item, which takes the square of a line's
-    length when it holds long runs of spaces.
-    """
-    out: list[tuple[int, str]] = []
-    start = 0
-    for line in text.split("\n"):
-        m = _ITEM_MARKER.match(line)
-        if m is not None:
-            after = m.end()
-            if after < len(line):
-                end = max(after + 1, len(line.rstrip()))
-                out.append((start + after, line[after:end]))
-            elif line[after - 2] in " \t":
-                out.append((start + after - 1, line[after - 1:after]))  # a marker, then only spaces: one of them
-            if len(out) >= most:
-                break
-        start += len(line) + 1
-    return out
-
-
-def _clip(item: str, words: int = 8) -> str:
-    """A list item's leading words, up to a colon or dash that starts its details."""
-    head = re.split(r"\s[-\u2013\u2014:]\s|:\s", item, maxsplit=1)[0]
-    return " ".join(head.split()[:words]).rstrip(",;.")
 
 
 def _option(text: str, start: int, end: int, name: Mention | None) -> Mention:

@@ -133,7 +133,7 @@ def reading(cap: int = CAP):
     with pytest.MonkeyPatch.context() as mp:
         for module, name in [(referents_module, "names"), (referents_module, "normalize"),
                              (matcher_module, "normalize"), (matcher_module, "visible_length"),
-                             (referents_module, "_list_items")]:
+                             (referents_module, "list_items")]:
             if hasattr(module, name):
                 mp.setattr(module, name, counted(getattr(module, name)))
         for name in ("_LIST_ITEM", "_QUOTED", "_SENTENCE", "_NUMBER"):
@@ -259,7 +259,9 @@ def test_list_items_are_read_in_one_pass_as_the_pattern_read_them(text):
     import re
 
     old = re.compile(r"^[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+(.+?)\s*$", re.M)
-    assert referents_module._list_items(text, 10 ** 6) == [(m.start(1), m.group(1)) for m in old.finditer(text)]
+    from cleo_rules.listing import list_items
+
+    assert list_items(text, 10 ** 6) == [(m.start(1), m.group(1)) for m in old.finditer(text)]
 
 
 # -- the decision on a huge item is the decision on the item cut to the cap ---------------------------------------
