@@ -40,7 +40,7 @@ def pack_files(pack) -> dict[str, Path]:
 
     roots = [Path(where).resolve() for where in (pack.path, *(b.path for b in pack.composition.bases))]
     names = {display(Path(where) / "pack.yaml") for where in (pack.path, *(b.path for b in pack.composition.bases))}
-    names |= {r.file for r in (*pack.rules, *pack.referent_rules)}
+    names |= {r.file for r in pack.all_rules()}
     out = {}
     for name in sorted(names):
         path = Path(name)
@@ -103,7 +103,7 @@ async def pack_reload(request: Request) -> Response:
 async def pack_rules(request: Request) -> Response:
     pack = admit(request).packs.pack
     rules = [{"id": r.id, "kind": r.kind, "file": r.file, "line": r.line, "description": getattr(r, "description", ""),
-              "pack": pack.origin(r)} for r in (*pack.rules, *pack.referent_rules)]
+              "pack": pack.origin(r)} for r in pack.all_rules()]
     return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules,
                           **pack.composition.to_dict()})
 
