@@ -28,9 +28,10 @@ builds its :class:`~cleo_rules.matcher.Matcher` from their lanes
 **Experimental: families from outside the package.** :func:`register` adds a
 family (a :class:`Family` instance) of a kind the package does not ship; packs
 may then list files of that kind. The interface may change between minor
-versions. While any family of its own is registered, a process compiles
-packs without the compiled-pack cache (the cache vouches only for the code it
-ships), and :func:`unregister` takes the family away again.
+versions. Its packs are cached like any other: the cache's key holds the
+source of its code (:func:`cleo_rules.pack.cache.family_code`), and its
+``rule_class`` is what the cache stores its rules as.
+:func:`unregister` takes the family away again.
 """
 
 from __future__ import annotations
