@@ -123,7 +123,8 @@ class Greetings(Family):
     rule_class = Greeting
 
     def build(self, item, at):
-        words = item.get("words") if isinstance(item.get("words"), list) else []
+        given = item.get("words")
+        words: list = given if isinstance(given, list) else []
         for j, word in enumerate(words):
             if isinstance(word, str) and " " in word.strip():
                 at.problem("E120", f"greeting word {word!r} is more than one word", at.at("words", j), rank=6,
