@@ -29,7 +29,7 @@ builds its :class:`~cleo_rules.matcher.Matcher` from their lanes
 family (a :class:`Family` instance) of a kind the package does not ship; packs
 may then list files of that kind. The interface may change between minor
 versions. Its packs are cached like any other: the cache's key holds the
-source of its code (:func:`cleo_rules.pack.cache.family_code`), and its
+source of its code (:func:`cleo_rules.pack.snapshot.family_code`), and its
 ``rule_class`` is what the cache stores its rules as.
 :func:`unregister` takes the family away again.
 """

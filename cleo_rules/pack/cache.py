@@ -11,7 +11,7 @@ to it; otherwise packs are compiled as if there were no cache, with a warning.
 file it lists, read under the loader's own bounds, and of the JSON Schemas;
 the cleo-rules code itself (every module of the package, so a new version or
 an edited checkout recompiles), the code of each rule family registered from
-outside the package (:func:`family_code`) and the versions of Python, ``regex``, PyYAML
+outside the package (:func:`~.snapshot.family_code`) and the versions of Python, ``regex``, PyYAML
 and jsonschema. Change one byte of any of them and the key is another. Inputs
 are a list of ``(role, name, digest)``: a pack built on another pack adds its
 base's files with a role of their own. A pack the cache cannot vouch for (a
@@ -69,10 +69,9 @@ from ..resources import package_dir, schemas_dir
 from . import compose
 from .load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
 from .model import Pack
-from .snapshot import FORMAT, Unstorable, from_data, relocated, to_data
+from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
 
-__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "family_code", "file_digest", "flush",
-           "inputs",
+__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
            "key", "key_of", "location", "relocate", "store_entry", "written_later"]
 
 log = logging.getLogger("cleo_rules")
@@ -213,43 +212,6 @@ def _code_digest() -> str:
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=None)
-def _class_code(cls: type) -> str | None:
-    """SHA-256 of the source of the module ``cls`` is defined in (of the class alone when its module has no file,
-    as in ``__main__`` run with ``-c``); None when neither can be read. Once per class: the code a process runs
-    is the code it imported."""
-    module = sys.modules.get(cls.__module__)
-    where = getattr(module, "__file__", None)
-    if where:
-        try:
-            return _digest(Path(where).read_bytes())
-        except OSError:
-            pass
-    import inspect
-
-    try:
-        return _digest(inspect.getsource(cls).encode())
-    except (OSError, TypeError):
-        return None
-
-
-def family_code(family: families.Family) -> str | None:
-    """SHA-256 of what a rule family registered from outside the package compiles with: its settings (kind, rule
-    kind, list key, listing, what it decides, its schema when it gives one) and the source of every module its
-    class, its classes between it and :class:`~cleo_rules.families.Family`, and its rule class are defined in.
-    None when some source cannot be read: packs are then compiled without the cache."""
-    classes = [c for c in type(family).__mro__ if c.__module__.split(".")[0] != "cleo_rules" and c is not object]
-    if family.rule_class is not None:
-        classes.append(family.rule_class)
-    codes = [_class_code(c) for c in classes]
-    if any(code is None for code in codes):
-        return None
-    schema = family.schema if isinstance(family.schema, str) else json.dumps(family.schema, sort_keys=True, default=str)
-    settings = [family.kind, family.rule_kind, family.items, family.listed, str(family.decides), schema,
-                [f"{c.__module__}.{c.__qualname__}" for c in classes]]
-    return _digest(json.dumps([settings, codes]).encode())
 
 
 def _outside_code() -> list[list] | None:

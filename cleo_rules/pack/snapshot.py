@@ -15,7 +15,7 @@ looked up by a name the data chooses; rules are stored by their family's file
 kind and each is read back as the class of the family registered for that
 kind, which must be the class it was written from (a family registered from
 outside the package is stored like a bundled one; the cache's key holds its
-code, :func:`cleo_rules.pack.cache.family_code`). A family whose rules are not
+code, :func:`family_code`). A family whose rules are not
 instances of its ``rule_class``, a dataclass, is not stored, and the reason is
 logged. What depends on
 where the pack is read from (its directory, each file's path and how
@@ -32,6 +32,10 @@ a pack is simply not cached.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
+import sys
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
@@ -44,7 +48,7 @@ from ..kinds import FileKind, RuleKind
 from .load import MANIFEST as _MANIFEST, LoadedFile, display, resolve_member
 from .model import NOTHING, Base, Change, Composition, Pack, PackSettings
 
-__all__ = ["FORMAT", "Unstorable", "from_data", "relocated", "rule_class", "to_data"]
+__all__ = ["FORMAT", "Unstorable", "family_code", "from_data", "relocated", "rule_class", "to_data"]
 
 #: the layout of the data; a change here changes every cache key
 FORMAT = 3
@@ -122,6 +126,44 @@ def rule_class(kind: str) -> type:
     if cls is None or not dataclasses.is_dataclass(cls):
         raise Unstorable(f"the rule family {kind!r} names no dataclass as its rule_class")
     return cls
+
+
+@functools.lru_cache(maxsize=None)
+def _class_code(cls: type) -> str | None:
+    """SHA-256 of the source of the module ``cls`` is defined in (of the class alone when its module has no file,
+    as in ``__main__`` run with ``-c``); None when neither can be read. Once per class: the code a process runs
+    is the code it imported."""
+    module = sys.modules.get(cls.__module__)
+    where = getattr(module, "__file__", None)
+    if where:
+        try:
+            return hashlib.sha256(Path(where).read_bytes()).hexdigest()
+        except OSError:
+            pass
+    import inspect
+
+    try:
+        return hashlib.sha256(inspect.getsource(cls).encode()).hexdigest()
+    except (OSError, TypeError):
+        return None
+
+
+def family_code(family: families.Family) -> str | None:
+    """SHA-256 of what a rule family registered from outside the package compiles with: its settings (kind, rule
+    kind, list key, listing, what it decides, its schema when it gives one) and the source of every module its
+    class, its classes between it and :class:`~cleo_rules.families.Family`, and its rule class are defined in.
+    None when some source cannot be read: packs are then compiled without the cache. What the cache's key
+    holds of it (:mod:`.cache`)."""
+    classes = [c for c in type(family).__mro__ if c.__module__.split(".")[0] != "cleo_rules" and c is not object]
+    if family.rule_class is not None:
+        classes.append(family.rule_class)
+    codes = [_class_code(c) for c in classes]
+    if any(code is None for code in codes):
+        return None
+    schema = family.schema if isinstance(family.schema, str) else json.dumps(family.schema, sort_keys=True, default=str)
+    settings = [family.kind, family.rule_kind, family.items, family.listed, str(family.decides), schema,
+                [f"{c.__module__}.{c.__qualname__}" for c in classes]]
+    return hashlib.sha256(json.dumps([settings, codes]).encode()).hexdigest()
 
 
 def _rule(rule, cls: type, files: dict[str, int]) -> dict:
