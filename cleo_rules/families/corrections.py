@@ -9,6 +9,8 @@ takes a message of any length (its first ``max_scan_chars`` characters).
 from __future__ import annotations
 
 from ..kinds import DecisionKind, FileKind, RuleKind
+from ..walk import LaneOrder
+from .base import Tally
 from .patterns import PatternFamily, PatternLane, no_match
 
 __all__ = ["CORRECTIONS", "Corrections"]
@@ -22,9 +24,11 @@ class Corrections(PatternFamily):
     decides = DecisionKind.CORRECTION
     listed = 0
     noun = "a correction"
+    tally = Tally(0, "corrections", "corrections")
 
     def lanes(self, rules, context):
-        return [PatternLane(rules, stage="correction", decides=self.decides, order=10, timeout=context.timeout)]
+        return [PatternLane(rules, stage="correction", decides=self.decides, order=LaneOrder.CORRECTIONS,
+                            timeout=context.timeout)]
 
     def miss(self, pack, rule, explanation, taken):
         mine = next((a for a in explanation.attempts if a.rule == rule.id), None)
