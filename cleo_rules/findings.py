@@ -205,7 +205,7 @@ def open_refs(cases) -> list[CaseRef]:
 
 
 def rule_refs(pack) -> list[RuleRef]:
-    return [RuleRef(r.id, r.kind, r.file, r.line) for r in pack.rules + pack.referent_rules]
+    return [RuleRef(r.id, r.kind, r.file, r.line) for r in pack.all_rules()]
 
 
 # -- the pack's outline: its files and the rules they hold ------------------------------------------
@@ -288,7 +288,7 @@ def outline_of(pack) -> tuple[list[FileRef], list[RuleRef]]:
                                                        f"/files/{index}")))
         rules += found
     known = {r.id for r in rules}
-    own = [r for r in pack.rules + pack.referent_rules if pack.owns(r) and r.id not in known]
+    own = [r for r in pack.all_rules() if pack.owns(r) and r.id not in known]
     return files, _unique(rules + [RuleRef(r.id, r.kind, r.file, r.line) for r in own])
 
 

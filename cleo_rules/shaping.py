@@ -245,9 +245,7 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     if passage:
         anchor = None  # a passage restates its own subject; the anchor asked about an earlier one
     if anchor is not None:
-        qualified = (referent is not None and referent.rule is not None and not seeking
-                     and referent.index != anchor.index)
-        if not qualified:
+        if referent is None or referent.rule is None or seeking or referent.index == anchor.index:
             parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
                               (0, len(anchor.content)), None))
         else:  # an option found in the reply qualifies what the anchor names; its request words are left out
@@ -386,9 +384,9 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
         anchor = matcher.anchor(history)
         if anchor is None:
             return as_typed
-        parts = (Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index, (0, len(anchor.content)),
-                      None), Part("message", message, "message"))
-        return render(settings.combine_correction, anchor=anchor.content, message=message), parts, None
+        request = (Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index, (0, len(anchor.content)),
+                        None), Part("message", message, "message"))
+        return render(settings.combine_correction, anchor=anchor.content, message=message), request, None
     said, options = offer
     choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
     found = finder.find(normalized, message, history, recorder, candidates=choosing) if choosing else None

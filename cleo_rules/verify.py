@@ -37,6 +37,7 @@ from .corpus.files import corpus_dir_of, default_corpus_dir, display
 from .corpus.report import Report
 from .corpus.run import run_corpus
 from .errors import PackError, Problem
+from .families import counts
 from .pack.examples import find_example_problems
 from .pack.model import Base, Pack
 from .pack.sources import FoundPack
@@ -200,8 +201,7 @@ class PackCheck:
             return {"ok": False, "pack": self.record(),
                     "problems": [p.to_dict() for p in self.error.problems] if self.error else []}
         pack, verdict = self.pack, self.verdict
-        doc: dict = {"ok": verdict.ok, "pack": self.record(), "corrections": len(pack.corrections),
-                     "follow_ups": len(pack.follow_ups), "vocabulary_sets": len(pack.vocab_sets)}
+        doc: dict = {"ok": verdict.ok, "pack": self.record(), **{t.key: n for t, n in counts(pack)}}
         if verdict.problems:
             doc["problems"] = [p.to_dict() for p in verdict.problems]
         if verdict.corpus_report is not None:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from . import timed
 from .explain import PREFILTERED, Attempt
 from .kinds import DecisionKind
 
-__all__ = ["Ask", "Lane", "LaneContext", "RuleTimeout", "Walk", "WalkResult", "limited", "retried"]
+__all__ = ["Ask", "Lane", "LaneContext", "LaneOrder", "RuleTimeout", "Walk", "WalkResult", "limited", "retried"]
 
 
 class RuleTimeout(Exception):
@@ -163,6 +164,18 @@ class WalkResult:
 Ask = Callable[["Walk", Sequence[int]], "tuple[str, tuple[int, int]] | None"]
 
 
+class LaneOrder(IntEnum):
+    """Where the bundled lanes stand in the walk (:attr:`Lane.order`, lowest tried first). A family's own lane
+    takes a place between two of them: ``(LaneOrder.CORRECTIONS + LaneOrder.FOLLOW_UPS) / 2`` is after the
+    corrections and before the follow-up patterns; ``LAST``, a lane's default, after every bundled one."""
+
+    CORRECTIONS = 10
+    FOLLOW_UPS = 20
+    VOCABULARY = 30
+    AFTER_VOCABULARY = 40  # the follow-up patterns marked ``after_vocabulary``
+    LAST = 50
+
+
 class Lane:
     """One stage of the walk: some of a family's rules, tried on the message in order.
 
@@ -175,8 +188,7 @@ class Lane:
     tried on a message of any length, and the walk stops at the first lane
     with a bound when the message is longer than every such lane takes (or
     longer than ``max_scan_chars`` characters). ``order`` places the lane among the others
-    (the built-in lanes: corrections 10, follow-up patterns 20, the
-    vocabulary test 30, the follow-up patterns after it 40).
+    (:class:`LaneOrder` names the bundled lanes' places).
 
     ``explain`` lists one attempt per rule (``per_rule``), or one for the
     lane's whole test; ``stage`` names the lane in each, and ``untried_note``
@@ -185,7 +197,7 @@ class Lane:
 
     stage: str = ""
     decides: DecisionKind = DecisionKind.FOLLOW_UP
-    order: float = 50
+    order: float = LaneOrder.LAST
     rules: tuple = ()
     patterns: tuple = ()
     longest: int | None = None

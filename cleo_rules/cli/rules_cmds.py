@@ -65,8 +65,9 @@ def _check_text(result) -> list[Piece]:
     if verdict.problems:
         out.append((PackError(verdict.problems, pack=str(found.path)).report() + "\n", True))
     else:
-        out.append((f"ok: {len(pack.corrections)} corrections, {len(pack.follow_ups)} follow-up patterns, "
-                    f"{len(pack.vocab_sets)} vocabulary sets\n", False))
+        from ..families import counts
+
+        out.append((f"ok: {', '.join(f'{n} {t.words}' for t, n in counts(pack))}\n", False))
     report = verdict.corpus_report
     if report is not None and not report.ok:
         out.append((report.format(table=False) + "\n", True))  # the open cases among what is wrong

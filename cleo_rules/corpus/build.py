@@ -61,7 +61,7 @@ def build_corpus(pack, corpus_dir=None) -> BuildResult:
     _, existing, _ = cfiles.read_dir(corpus_dir)
     stale = {s.group for s in find_stale(groups, existing, corpus_dir)}
     result = BuildResult(corpus_dir, groups=groups)
-    rules = {r.id: r for r in pack.rules + pack.referent_rules}
+    rules = {r.id: r for r in pack.all_rules()}
     keep = set()
     for g in groups:
         if not g.cases:

@@ -530,7 +530,7 @@ def generate(pack) -> list[Group]:
     template in the rule file.
     """
     g = Generator(pack)
-    groups = [g.rule_group(rule) for rule in pack.rules + pack.referent_rules if pack.owns(rule)]
+    groups = [g.rule_group(rule) for rule in pack.all_rules() if pack.owns(rule)]
     cross = g.cross_group()
     if cross is not None:
         groups.append(cross)

@@ -172,7 +172,7 @@ class Evaluator:
     def __init__(self, pack):
         self.pack = pack
         self.referent_ids = frozenset(r.id for r in pack.referent_rules)
-        self.rules = {r.id: r for r in pack.rules + pack.referent_rules}
+        self.rules = {r.id: r for r in pack.all_rules()}
         self.vocab_ids = frozenset(s.id for s in pack.vocab_sets)
         self.fillers = frozenset(s.id for s in pack.vocab_sets if s.role == "filler")
         self._key: str | None = None

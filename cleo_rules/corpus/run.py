@@ -72,7 +72,7 @@ def _other(o: Outcome) -> str:
 def tally(pack, outcomes, rules=None) -> tuple[list[RuleStats], list[GroupStats]]:
     """Per-rule counts of ``outcomes`` for ``rules`` (default: every rule of the pack), and the groups'."""
     ev = Evaluator(pack)
-    rules = pack.rules + pack.referent_rules if rules is None else rules
+    rules = pack.all_rules() if rules is None else rules
     stats = {r.id: RuleStats(r.id, rule_kind(r), r.file, r.line) for r in rules}
     cross, hand = GroupStats(CROSS), GroupStats(HAND)
     for o in outcomes:
@@ -211,7 +211,7 @@ def find_contradictions(cases) -> list[Problem]:
 
 def _find_bad_references(cases, pack) -> list[Problem]:
     """Case ids used twice, and hand-written cases that name a rule the pack does not have."""
-    ids = {r.id for r in pack.rules + pack.referent_rules}
+    ids = {r.id for r in pack.all_rules()}
     out = []
     seen_ids: dict[str, str] = {}
     for c in cases:
@@ -273,7 +273,7 @@ def run_corpus(pack, corpus_dir=None, *, base=None) -> Report:
     if base is not None:
         report.outcomes, decided = _decided_by_left_out(pack, base, report.outcomes)
         report.skipped += decided
-    scope = [r for r in pack.rules + pack.referent_rules
+    scope = [r for r in pack.all_rules()
              if (pack.owns(r) if base is None else pack.origin(r) == base.name)]
     report.rules, report.groups = tally(pack, report.outcomes, scope)
     report.problems += find_uncovered(report.rules)

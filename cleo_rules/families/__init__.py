@@ -28,9 +28,10 @@ builds its :class:`~cleo_rules.matcher.Matcher` from their lanes
 **Experimental: families from outside the package.** :func:`register` adds a
 family (a :class:`Family` instance) of a kind the package does not ship; packs
 may then list files of that kind. The interface may change between minor
-versions. While any family of its own is registered, a process compiles
-packs without the compiled-pack cache (the cache vouches only for the code it
-ships), and :func:`unregister` takes the family away again.
+versions. Its packs are cached like any other: the cache's key holds the
+source of its code (:func:`cleo_rules.pack.snapshot.family_code`), and its
+``rule_class`` is what the cache stores its rules as.
+:func:`unregister` takes the family away again.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ..matcher import Matcher
 from ..pack.load import LoadedFile
 from ..referents import ReferentFinder
 from ..walk import LaneContext
-from .base import RULE_CASES, Build, Family, Item
+from .base import RULE_CASES, Build, Family, Item, Tally
 from .corrections import CORRECTIONS
 from .follow_ups import FOLLOW_UPS
 from .lexicon import LEXICON
@@ -51,8 +52,8 @@ from .referents import REFERENTS
 from .slots import SLOTS
 from .vocabulary import VOCABULARY, Vocabulary
 
-__all__ = ["BUILTIN", "RULE_CASES", "Build", "Family", "Item", "build_matcher", "family", "family_of",
-           "family_of_file", "kinds", "outside", "register", "registered", "unregister"]
+__all__ = ["BUILTIN", "RULE_CASES", "Build", "Family", "Item", "Tally", "build_matcher", "counts", "family",
+           "family_of", "family_of_file", "kinds", "outside", "register", "registered", "rule_kinds", "unregister"]
 
 #: The bundled families, in the order their kinds are listed (:class:`~cleo_rules.kinds.FileKind`).
 BUILTIN: tuple[Family, ...] = (VOCABULARY, FOLLOW_UPS, CORRECTIONS, REFERENTS, LEXICON, SLOTS)
@@ -108,6 +109,24 @@ def registered() -> tuple[Family, ...]:
 def kinds() -> tuple[str, ...]:
     """The file kinds packs may list: the registered families' ``kind``."""
     return tuple(_table)
+
+
+def rule_kinds() -> tuple[str, ...]:
+    """The kinds of rule a pack may hold: each registered family's ``rule_kind``, in the order registered."""
+    return tuple(_by_rule)
+
+
+def counts(pack) -> list[tuple[Tally, int]]:
+    """How many rules of each counted family (its ``tally``) ``pack`` holds, in the order ``check`` reports
+    them."""
+    found = []
+    for i, f in enumerate(registered()):
+        tally = f.tally
+        if tally is None and f.items is not None and f.listed is not None:
+            tally = Tally(len(BUILTIN), f.kind, f"{f.kind.replace('_', ' ')} rules")
+        if tally is not None:
+            found.append((tally, i, f.kind))
+    return [(tally, len(pack.family_rules.get(kind, ()))) for tally, _, kind in sorted(found)]
 
 
 def outside() -> tuple[Family, ...]:

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import Problem
 from ..kinds import DecisionKind
 from ..pack.load import LoadedFile, pointer_join
 
-__all__ = ["RULE_CASES", "Build", "Family", "Item"]
+__all__ = ["RULE_CASES", "Build", "Family", "Item", "Tally"]
 
 #: A rule's corpus template lists: (name, id letter, the kind its cases must get, None for the rule's own).
 RULE_CASES = (
@@ -41,6 +41,16 @@ RULE_CASES = (
     ("negative", "n", DecisionKind.SUBSTANTIVE),
     ("request", "r", DecisionKind.FOLLOW_UP),
 )
+
+
+class Tally(NamedTuple):
+    """How ``check`` counts a family's rules: ``place`` among the counts (lowest first; a family from outside the
+    package comes after the bundled ones), ``key`` in its JSON (``"follow_ups"``), ``words`` in its summary
+    (``"follow-up patterns"``)."""
+
+    place: int
+    key: str
+    words: str
 
 
 class Build:
@@ -118,10 +128,14 @@ class Family:
     families); ``decides`` the kind of turn its rules make a message;
     ``listed`` where its rules come in :attr:`Pack.rules
     <cleo_rules.pack.model.Pack.rules>` (None: not among the rules that
-    classify, as referent rules); ``noun`` how help names one of them
+    classify, as referent rules; every family's rules are in
+    :meth:`Pack.all_rules <cleo_rules.pack.model.Pack.all_rules>`); ``noun`` how help names one of them
     (``"a correction"``); ``corpus_lists`` its rules' template lists;
-    ``rule_class`` the class of its rules (a bundled family's is one the
-    compiled-pack cache may store, :mod:`cleo_rules.pack.snapshot`).
+    ``rule_class`` the class of its rules, a frozen dataclass (the
+    compiled-pack cache stores them, :mod:`cleo_rules.pack.snapshot`; None:
+    a pack with its rules is compiled anew each time); ``tally`` how
+    ``check`` counts them (None: a family whose rules classify is counted
+    after the bundled ones, by its kind; one whose rules are apart is not).
     """
 
     kind: str = ""
@@ -133,6 +147,7 @@ class Family:
     noun: str = "a rule"
     corpus_lists: tuple = RULE_CASES
     rule_class: type | None = None
+    tally: Tally | None = None
 
     @property
     def schema_source(self) -> str | Mapping:

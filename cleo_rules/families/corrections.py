@@ -22,6 +22,8 @@ from __future__ import annotations
 from ..history import ASSISTANT
 from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import WORD, normalize
+from ..walk import LaneOrder
+from .base import Tally
 from .patterns import PatternFamily, PatternLane, no_match
 
 __all__ = ["CORRECTIONS", "CorrectionLane", "Corrections"]
@@ -31,7 +33,7 @@ class CorrectionLane(PatternLane):
     """Corrections, tried in order: a guarded rule's match stands only after, or about, the assistant's last reply."""
 
     def __init__(self, rules, context):
-        super().__init__(rules, stage="correction", decides=DecisionKind.CORRECTION, order=10,
+        super().__init__(rules, stage="correction", decides=DecisionKind.CORRECTION, order=LaneOrder.CORRECTIONS,
                          timeout=context.timeout)
         self.context = context
 
@@ -82,6 +84,7 @@ class Corrections(PatternFamily):
     decides = DecisionKind.CORRECTION
     listed = 0
     noun = "a correction"
+    tally = Tally(0, "corrections", "corrections")
 
     def lanes(self, rules, context):
         return [CorrectionLane(rules, context)]

@@ -18,6 +18,8 @@ import re
 from ..history import ASSISTANT
 from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import WORD, normalize, original_span
+from ..walk import LaneOrder
+from .base import Tally
 from .patterns import PatternFamily, PatternLane, PatternRule, no_match, short_of_follow_up
 
 __all__ = ["FOLLOW_UPS", "FollowUpLane", "FollowUps", "topic_bound", "topic_note", "topic_ok"]
@@ -271,6 +273,7 @@ class FollowUps(PatternFamily):
     decides = DecisionKind.FOLLOW_UP
     listed = 2
     noun = "a follow-up pattern"
+    tally = Tally(1, "follow_ups", "follow-up patterns")
 
     def finish(self, rules, build):
         return tuple(sorted(super().finish(rules, build), key=lambda r: r.after_vocabulary))  # in the order tried
@@ -279,8 +282,8 @@ class FollowUps(PatternFamily):
         s = context.settings
         # the most words a follow-up pattern takes (the pack's cap, or a rule's own)
         longest = max([s.max_follow_up_words] + [r.max_words for r in rules if r.max_words is not None])
-        return [FollowUpLane([r for r in rules if not r.after_vocabulary], context, order=20, longest=longest),
-                FollowUpLane([r for r in rules if r.after_vocabulary], context, order=40, longest=longest)]
+        return [FollowUpLane([r for r in rules if not r.after_vocabulary], context, order=LaneOrder.FOLLOW_UPS, longest=longest),
+                FollowUpLane([r for r in rules if r.after_vocabulary], context, order=LaneOrder.AFTER_VOCABULARY, longest=longest)]
 
     def miss(self, pack, rule, explanation, taken):
         short = short_of_follow_up(pack, explanation, taken)

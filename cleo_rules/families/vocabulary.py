@@ -21,8 +21,8 @@ from ..explain import Attempt
 from ..kinds import DecisionKind, FileKind, RuleKind
 from ..prefilter import first_ascii_chars
 from ..text import WORD, normalize
-from ..walk import Lane, limited
-from .base import Family, Item
+from ..walk import Lane, LaneOrder, limited
+from .base import Family, Item, Tally
 from .patterns import listed, short_of_follow_up
 
 __all__ = ["ROLE_PRIORITY", "VOCABULARY", "VocabSet", "Vocabulary", "VocabularyFamily", "VocabularyLane"]
@@ -160,7 +160,7 @@ class VocabularyLane(Lane):
     """The vocabulary test: a short message every word of which the vocabulary covers is a follow-up."""
 
     stage = "vocabulary"
-    order = 30
+    order = LaneOrder.VOCABULARY
     per_rule = False
     untried_note = "not tried: the walk stopped before it"
 
@@ -217,6 +217,7 @@ class VocabularyFamily(Family):
     decides = DecisionKind.FOLLOW_UP
     listed = 1
     noun = "the vocabulary test"
+    tally = Tally(2, "vocabulary_sets", "vocabulary sets")
     rule_class = VocabSet
 
     def build(self, item: dict, at: Item) -> VocabSet | None:

@@ -10,7 +10,8 @@ to it; otherwise packs are compiled as if there were no cache, with a warning.
 (:func:`inputs`, :func:`environment`): the bytes of the manifest and of every
 file it lists, read under the loader's own bounds, and of the JSON Schemas;
 the cleo-rules code itself (every module of the package, so a new version or
-an edited checkout recompiles) and the versions of Python, ``regex``, PyYAML
+an edited checkout recompiles), the code of each rule family registered from
+outside the package (:func:`~.snapshot.family_code`) and the versions of Python, ``regex``, PyYAML
 and jsonschema. Change one byte of any of them and the key is another. Inputs
 are a list of ``(role, name, digest)``: a pack built on another pack adds its
 base's files with a role of their own. A pack the cache cannot vouch for (a
@@ -63,11 +64,12 @@ from pathlib import Path
 import regex
 import yaml
 
+from .. import families
 from ..resources import package_dir, schemas_dir
 from . import compose
 from .load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
 from .model import Pack
-from .snapshot import FORMAT, Unstorable, from_data, relocated, to_data
+from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
 
 __all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
            "key", "key_of", "location", "relocate", "store_entry", "written_later"]
@@ -212,6 +214,19 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
+def _outside_code() -> list[list] | None:
+    """``[kind, family_code]`` of each family registered from outside the package; None when one's code cannot be
+    read."""
+    found = []
+    for family in families.outside():
+        code = family_code(family)
+        if code is None:
+            _warn_once(f"the code of the rule family {family.kind!r} cannot be read", logging.INFO)
+            return None
+        found.append([family.kind, code])
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def _dist_version(dist: str, module: str) -> str:
     """The installed version of ``dist`` (whose top-level module is ``module``), without importing either."""
@@ -253,9 +268,11 @@ def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str
 def _keyed(pack_dir: Path, manifest_path: Path, more: list | None = None) -> tuple[str, list[Path]] | None:
     """:func:`key`, and the directories of the packs the pack is built on."""
     found = _inputs(pack_dir, manifest_path)
-    if found is None:
+    outside = _outside_code()
+    if found is None or outside is None:
         return None
-    text = json.dumps([environment(), found[0]] + ([more] if more is not None else []), sort_keys=True)
+    text = json.dumps([environment(), found[0]] + ([more] if more is not None else [])
+                      + ([{"families": outside}] if outside else []), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest(), found[1]
 
 
@@ -473,7 +490,9 @@ def store_entry(store: Store, key: str, make: Callable[[], dict], kind: str = "p
 def _write_entry(store: Store, key: str, make: Callable[[], dict], kind: str) -> None:
     try:
         store.write(key, make(), kind)
-    except (OSError, Unstorable, ValueError, TypeError) as exc:
+    except Unstorable as exc:  # what the pack holds says why: a family's rules the snapshot cannot write
+        log.info("pack cache entry %s-%s not written: %s", kind, key, exc)
+    except (OSError, ValueError, TypeError) as exc:
         log.debug("pack cache entry %s-%s not written: %s: %s", kind, key, type(exc).__name__, exc)
 
 

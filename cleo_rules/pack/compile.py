@@ -82,11 +82,8 @@ def compile_with_examples(path=None) -> tuple[Pack, list[Problem]]:
 
 def _compile_cached(path) -> Pack:
     """:func:`_compile`, or the same pack read back from the compiled-pack cache (:mod:`.cache`) when nothing
-    it is made of has changed (and no rule family of the process's own is registered: the cache vouches only
-    for the code it ships)."""
+    it is made of has changed (the code of a rule family registered from outside the package included)."""
     pack_dir, manifest_path = _find_manifest(path)
-    if families.outside():
-        return _compile(path)
     return cache.compiled(pack_dir, manifest_path, lambda: _compile(path))
 
 

@@ -71,12 +71,14 @@ def find_example_problems(pack: Pack) -> list[Problem]:
 
     A rule family that judges its rules' examples itself (referent rules:
     :meth:`~cleo_rules.families.Family.example_problems`) does so; the
-    referent rules are judged first, then the rules that classify. In a pack
+    rules apart from those that classify (referent rules) are judged first,
+    then the rules that classify. In a pack
     built on others, every rule's are judged against the composed pack, and
     each problem names the pack its rule comes from.
     """
     problems = []
-    for rule in pack.referent_rules + pack.rules:
+    every, listed = pack.all_rules(), len(pack.rules)
+    for rule in every[listed:] + every[:listed]:  # the rules apart from those that classify (referents) first
         found = family_of(rule).example_problems(pack, rule)
         problems += found if found is not None else _rule_example_problems(pack, rule)
     return pack.placed(problems)

@@ -142,8 +142,8 @@ class Pack:
     ``version``, ``locale``, ``content_hash``, ``settings``
     (:class:`PackSettings`), ``family_rules`` (each rule family's rules by
     its file kind), ``rules`` (those that classify, as reports list them),
-    ``referent_rules``, ``context`` (templates for the context block),
-    ``slots`` (corpus fillers) and ``lexicon`` (word sets by name);
+    ``referent_rules``, :meth:`all_rules` (every rule of every family),
+    ``context`` (templates for the context block), ``slots`` (corpus fillers) and ``lexicon`` (word sets by name);
     ``manifest`` and ``sources`` (each rule file by its name in the
     manifest, in that order) are the files it was built from, as loaded,
     with positions. The bundled families' rules are given as ``vocab_sets``,
@@ -158,7 +158,7 @@ class Pack:
 
     __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings", "family_rules",
                  "context", "slots", "slots_seed", "lexicon", "referent_words", "manifest", "sources", "composition",
-                 "_rules", "_by_file", "_by_id", "_origin", "_matcher", "_frozen", "__weakref__")
+                 "_rules", "_all", "_by_file", "_by_id", "_origin", "_matcher", "_frozen", "__weakref__")
 
     def __init__(self, *, name, version, locale, description, path, content_hash, settings, context, slots,
                  slots_seed, vocab_sets=(), follow_ups=(), corrections=(), referent_rules=(),
@@ -187,6 +187,7 @@ class Pack:
         object.__setattr__(self, "_origin", origin)
         everything = self._rules + tuple(r for kind, given in rules.items() if family(kind).listed is None
                                          for r in given)
+        object.__setattr__(self, "_all", everything)
         object.__setattr__(self, "_by_id", {r.id: r for r in reversed(everything)})
         object.__setattr__(self, "_matcher", build_matcher(settings, rules, (name, version, content_hash),
                                                            lexicon=lexicon, referent_words=referent_words,
@@ -206,9 +207,16 @@ class Pack:
 
         (The matcher tries the corrections, then the follow-up patterns, then
         the vocabulary test, then the follow-up patterns marked
-        ``after_vocabulary``: its ``lanes``; ``referent_rules`` are apart.)
+        ``after_vocabulary``: its ``lanes``; ``referent_rules`` are apart, and :meth:`all_rules` holds both.)
         """
         return self._rules
+
+    def all_rules(self) -> tuple:
+        """Every rule of every family: :attr:`rules` (those that classify, as reports list them), then the rules
+        of each family that are apart from them (``listed`` None: the referent rules, then any other family's, in
+        the registry's order). What the corpus, the findings, the pack's own checks and the service's rule list
+        go through, so a family's rules are in each of them."""
+        return self._all
 
     @property
     def vocab_sets(self) -> tuple:

@@ -10,10 +10,14 @@ would otherwise work out again. Patterns are compiled again from their text,
 exactly as the compiler compiles them.
 
 Nothing here can run code or name one: a type is read back only from a fixed
-list (the bundled families' rule classes and two enumerations), never looked
-up by a name the data chooses; rules are stored by their family's file kind,
-and only the bundled families' kinds are read back. A pack with rules of a
-family registered from outside the package is not stored. What depends on
+list (the rule class of each registered family and two enumerations), never
+looked up by a name the data chooses; rules are stored by their family's file
+kind and each is read back as the class of the family registered for that
+kind, which must be the class it was written from (a family registered from
+outside the package is stored like a bundled one; the cache's key holds its
+code, :func:`family_code`). A family whose rules are not
+instances of its ``rule_class``, a dataclass, is not stored, and the reason is
+logged. What depends on
 where the pack is read from (its directory, each file's path and how
 messages name it, relative to the working directory) is not stored but
 given to :func:`from_data`, so the same entry serves a pack from any
@@ -28,6 +32,10 @@ a pack is simply not cached.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
+import sys
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
@@ -35,20 +43,17 @@ from typing import Any
 
 import regex
 
-from ..families import BUILTIN
+from .. import families
 from ..kinds import FileKind, RuleKind
 from .load import MANIFEST as _MANIFEST, LoadedFile, display, resolve_member
 from .model import NOTHING, Base, Change, Composition, Pack, PackSettings
 
-__all__ = ["FORMAT", "Unstorable", "from_data", "relocated", "to_data"]
+__all__ = ["FORMAT", "Unstorable", "family_code", "from_data", "relocated", "rule_class", "to_data"]
 
 #: the layout of the data; a change here changes every cache key
 FORMAT = 3
 
-# the bundled families' rule classes and kinds: the only ones stored and read back
-_RULES = {f.rule_class.__name__: f.rule_class for f in BUILTIN if f.rule_class is not None}
 _ENUMS = {cls.__name__: cls for cls in (RuleKind, FileKind)}
-_FAMILIES = frozenset(f.kind for f in BUILTIN)
 
 
 class Unstorable(Exception):
@@ -111,10 +116,60 @@ def _read_source(doc: dict, path: Path) -> LoadedFile:
                   keys={k: tuple(v) for k, v in doc["keys"].items()}, styles=dict(doc["styles"]))
 
 
-def _rule(rule, files: dict[str, int]) -> dict:
+def rule_class(kind: str) -> type:
+    """The class the rules of the family registered for the file ``kind`` are stored and read back as;
+    :class:`Unstorable`, saying why, when there is no such family or its ``rule_class`` is not a dataclass."""
+    try:
+        cls = families.family(kind).rule_class
+    except KeyError:
+        raise Unstorable(f"rules of the file kind {kind!r}, for which no family is registered") from None
+    if cls is None or not dataclasses.is_dataclass(cls):
+        raise Unstorable(f"the rule family {kind!r} names no dataclass as its rule_class")
+    return cls
+
+
+@functools.lru_cache(maxsize=None)
+def _class_code(cls: type) -> str | None:
+    """SHA-256 of the source of the module ``cls`` is defined in (of the class alone when its module has no file,
+    as in ``__main__`` run with ``-c``); None when neither can be read. Once per class: the code a process runs
+    is the code it imported."""
+    module = sys.modules.get(cls.__module__)
+    where = getattr(module, "__file__", None)
+    if where:
+        try:
+            return hashlib.sha256(Path(where).read_bytes()).hexdigest()
+        except OSError:
+            pass
+    import inspect
+
+    try:
+        return hashlib.sha256(inspect.getsource(cls).encode()).hexdigest()
+    except (OSError, TypeError):
+        return None
+
+
+def family_code(family: families.Family) -> str | None:
+    """SHA-256 of what a rule family registered from outside the package compiles with: its settings (kind, rule
+    kind, list key, listing, what it decides, its schema when it gives one) and the source of every module its
+    class, its classes between it and :class:`~cleo_rules.families.Family`, and its rule class are defined in.
+    None when some source cannot be read: packs are then compiled without the cache. What the cache's key
+    holds of it (:mod:`.cache`)."""
+    classes = [c for c in type(family).__mro__ if c.__module__.split(".")[0] != "cleo_rules" and c is not object]
+    if family.rule_class is not None:
+        classes.append(family.rule_class)
+    codes = [_class_code(c) for c in classes]
+    if any(code is None for code in codes):
+        return None
+    schema = family.schema if isinstance(family.schema, str) else json.dumps(family.schema, sort_keys=True, default=str)
+    settings = [family.kind, family.rule_kind, family.items, family.listed, str(family.decides), schema,
+                [f"{c.__module__}.{c.__qualname__}" for c in classes]]
+    return hashlib.sha256(json.dumps([settings, codes]).encode()).hexdigest()
+
+
+def _rule(rule, cls: type, files: dict[str, int]) -> dict:
     kind = type(rule).__name__
-    if _RULES.get(kind) is not type(rule):
-        raise Unstorable(f"rule class {kind}")
+    if type(rule) is not cls:
+        raise Unstorable(f"a rule of class {kind}, not its family's {cls.__name__}")
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(rule):
         value = getattr(rule, f.name)
@@ -129,8 +184,9 @@ def _rule(rule, files: dict[str, int]) -> dict:
     return {"class": kind, "fields": fields}
 
 
-def _read_rule(doc: dict, shown: list[str]):
-    cls = _RULES[doc["class"]]
+def _read_rule(doc: dict, cls: type, shown: list[str]):
+    if doc["class"] != cls.__name__:
+        raise ValueError(f"a rule of class {doc['class']!r} stored, where {cls.__name__} is registered")
     fields = {}
     for name, value in doc["fields"].items():
         if name == "compiled":
@@ -150,15 +206,13 @@ def to_data(pack: Pack) -> dict:
     shown += [src.display for base in pack.composition.bases for src in base.sources.values()]
     files = {display: i for i, display in reversed(list(enumerate(shown)))}
     settings = {f.name: _enc(getattr(pack.settings, f.name)) for f in dataclasses.fields(PackSettings)}
-    outside = sorted(kind for kind in pack.family_rules if kind not in _FAMILIES)
-    if outside:
-        raise Unstorable(f"rules of the family {outside[0]!r}, which is not bundled")
+    rules = {str(kind): [_rule(r, rule_class(kind), files) for r in given] for kind, given in pack.family_rules.items()}
     return {
         "format": FORMAT,
         "identity": {k: _enc(getattr(pack, k)) for k in ("name", "version", "locale", "description")},
         "content_hash": pack.content_hash,
         "settings": settings,
-        "rules": {str(kind): [_rule(r, files) for r in rules] for kind, rules in pack.family_rules.items()},
+        "rules": rules,
         "context": _enc(pack.context),
         "slots": _enc(pack.slots),
         "slots_seed": _enc(pack.slots_seed),
@@ -224,9 +278,13 @@ def from_data(doc: dict, pack_dir: Path, manifest_path: Path, base_dirs=()) -> P
     composition = _read_composition(doc["composition"], base_dirs)
     shown = [src.display for src in own.values()]
     shown += [src.display for base in composition.bases for src in base.sources.values()]
-    if not set(doc["rules"]) <= _FAMILIES:
-        raise ValueError("rules of a family that is not bundled")
-    rules = {k: tuple(_read_rule(r, shown) for r in given) for k, given in doc["rules"].items()}
+    rules = {}
+    for kind, given in doc["rules"].items():
+        try:
+            cls = rule_class(kind)
+        except Unstorable as exc:
+            raise ValueError(str(exc)) from None
+        rules[kind] = tuple(_read_rule(r, cls, shown) for r in given)
     requirements = _dec(doc["requirements"])  # one per pattern the matcher tries, in its order (it checks the count)
     identity = {k: _dec(v) for k, v in doc["identity"].items()}
     return Pack(**identity, path=pack_dir, content_hash=doc["content_hash"],
@@ -246,9 +304,12 @@ def relocated(pack: Pack, pack_dir: Path, manifest_path: Path, base_dirs=()) -> 
     Raises :class:`Unstorable` for a pack :func:`to_data` would not store, ``ValueError`` as :func:`from_data`.
     """
     old = pack.composition.bases
-    if pack.manifest is None or any(b.manifest is None for b in old) or \
-            any(kind not in _FAMILIES for kind in pack.family_rules):
-        raise Unstorable("a pack, or a base, without its manifest, or with rules of a family that is not bundled")
+    if pack.manifest is None or any(b.manifest is None for b in old):
+        raise Unstorable("a pack, or a base, without its manifest")
+    for kind, given in pack.family_rules.items():
+        cls = rule_class(kind)
+        if any(type(rule) is not cls for rule in given):
+            raise Unstorable(f"a rule of {kind} not of its family's class {cls.__name__}")
     if len(old) != len(base_dirs):
         raise ValueError(f"{len(old)} bases, {len(base_dirs)} found")
     own = _moved_all(pack.sources, pack_dir)

@@ -148,7 +148,7 @@ def _describe(error, source: LoadedFile) -> list[Problem]:
                            f"{_type_of(inst)}", "write cleo-en, ./base, or {pack: cleo-en, version: '^1.0'}")]
     if v == "const":
         return [mk("E124", f"{pointer.rsplit('/', 1)[-1] or 'value'} must be {error.validator_value!r}, found {inst!r}",
-                   f"set it to {error.validator_value!r} (file kinds: {', '.join(FileKind)})")]
+                   f"set it to {error.validator_value!r}")]  # a rule file's kind names its family already
     if v == "enum":
         return [mk("E124", f"{inst!r} is not one of {', '.join(map(repr, error.validator_value))}",
                    f"use one of: {', '.join(map(str, error.validator_value))}")]

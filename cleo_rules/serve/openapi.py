@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
+from .. import families
 from ..explain import REASONS
 from ..kinds import DecisionKind, Source
 from ..pack.load import MAX_FILE_BYTES
@@ -284,7 +285,7 @@ def _pack_schemas() -> dict:
                 "rules": {"type": "array", "items": {
                     "type": "object", "required": ["id", "kind", "file", "line", "pack"],
                     "properties": {"id": {"type": "string"},
-                                   "kind": {"enum": ["correction", "follow_up", "vocabulary", "referent"]},
+                                   "kind": {"enum": list(families.rule_kinds())},
                                    "file": {"type": "string", "description": FILE_NAMED},
                                    "line": {"type": "integer"}, "description": {"type": "string"},
                                    "pack": {"type": "string", "description": "The pack the rule comes from: this "

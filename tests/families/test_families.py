@@ -3,7 +3,9 @@
 A toy family defined here, outside the package, is added through the
 registry (the experimental interface): its files compile with their problems
 placed, its lane classifies in the walk, ``explain`` and the pack's own
-example checks see it, and taken away again, its files are an unknown kind,
+example checks see it, its rules are in the corpus, the findings, ``check``'s
+counts, ``/v1/pack/rules`` and the OpenAPI document, and its packs are cached
+like a bundled family's; taken away again, its files are an unknown kind,
 placed at their ``kind:``.
 """
 
@@ -11,22 +13,29 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
-from cleo_rules import families, load_pack
+from cleo_rules import families, findings, load_pack
+from cleo_rules.corpus.run import run_corpus
 from cleo_rules.errors import PackError
 from cleo_rules.explain import Attempt
 from cleo_rules.families import Family
 from cleo_rules.kinds import DecisionKind, FileKind, RuleKind
 from cleo_rules.pack import cache
+from cleo_rules.pack import compile as compile_module
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import schemas_dir
-from cleo_rules.walk import Lane, WalkResult
+from cleo_rules.serve import ServeSettings, create_app
+from cleo_rules.verify import check
+from cleo_rules.walk import Lane, LaneOrder, WalkResult
 
 from helpers import MINI
 
@@ -86,7 +95,7 @@ class GreetingLane(Lane):
 
     stage = "greeting"
     decides = DecisionKind.SKIP
-    order = 15
+    order = (LaneOrder.CORRECTIONS + LaneOrder.FOLLOW_UPS) / 2
     longest = 6
 
     def __init__(self, rules):
@@ -111,9 +120,11 @@ class Greetings(Family):
     decides = DecisionKind.SKIP
     listed = 3
     noun = "a greeting"
+    rule_class = Greeting
 
     def build(self, item, at):
-        words = item.get("words") if isinstance(item.get("words"), list) else []
+        given = item.get("words")
+        words: list = given if isinstance(given, list) else []
         for j, word in enumerate(words):
             if isinstance(word, str) and " " in word.strip():
                 at.problem("E120", f"greeting word {word!r} is more than one word", at.at("words", j), rank=6,
@@ -130,10 +141,26 @@ class Greetings(Family):
         return [GreetingLane(rules)]
 
 
+class Farewells(Greetings):
+    """The toy family with its rules apart from those that classify (``listed = None``, as referent rules)."""
+
+    listed = None
+
+
 @pytest.fixture
 def greetings():
     """The toy family, registered for the test only."""
     family = families.register(Greetings())
+    try:
+        yield family
+    finally:
+        families.unregister(family.kind)
+
+
+@pytest.fixture(params=[Greetings, Farewells], ids=["listed", "apart"])
+def toy(request):
+    """The toy family, its rules among those that classify or apart from them, registered for the test only."""
+    family = families.register(request.param())
     try:
         yield family
     finally:
@@ -220,18 +247,69 @@ def test_the_family_s_examples_are_judged_and_its_problems_placed(greetings, tmp
     assert problem.file.endswith("greetings.yaml") and "fires this rule" in problem.message
 
 
-def test_a_family_of_its_own_bypasses_the_pack_cache(greetings, tmp_path, monkeypatch):
+def test_a_family_of_its_own_is_cached_like_a_bundled_one(greetings, tmp_path, monkeypatch):
     where = tmp_path / "cache"
     monkeypatch.setenv(cache.ENV, str(where))
-    compile_pack(pack_with_greetings(tmp_path), check_examples=False)
-    compile_pack(MINI, check_examples=False)
-    assert not list(where.glob("pack-*.json"))  # the cache vouches only for the code it ships
-    families.unregister(greetings.kind)
-    try:
-        compile_pack(MINI, check_examples=False)
-        assert len(list(where.glob("pack-*.json"))) == 1
-    finally:
-        families.register(greetings)
+    pack_dir = pack_with_greetings(tmp_path)
+    first = compile_pack(pack_dir, check_examples=False)
+    entry, = where.glob("pack-*.json")  # its rules stored, signed as a bundled family's
+    assert cache.key_of(first) == cache.key(pack_dir, pack_dir / "pack.yaml") == entry.name[5:-5]
+
+    def no_compile(path):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(compile_module, "_compile", no_compile)
+    again = compile_pack(pack_dir, check_examples=False)  # read back from the entry
+    assert again is not first and again.rule("greeting.hello") == first.rule("greeting.hello")
+    assert type(again.rule("greeting.hello")) is Greeting and again.family_rules == first.family_rules
+    message = "Hello there, how are you today?"
+    assert again.classify(message, HISTORY) == first.classify(message, HISTORY)
+    monkeypatch.undo()
+    # its code is in the key: the family changed, the key is another
+    key = cache.key(pack_dir, pack_dir / "pack.yaml")
+    monkeypatch.setattr(greetings, "listed", 4)
+    assert cache.key(pack_dir, pack_dir / "pack.yaml") not in (None, key)
+
+
+def test_a_family_whose_rules_cannot_be_stored_is_compiled_anew_and_says_why(greetings, tmp_path, monkeypatch,
+                                                                            caplog):
+    where = tmp_path / "cache"
+    monkeypatch.setenv(cache.ENV, str(where))
+    monkeypatch.setattr(greetings, "rule_class", None)
+    with caplog.at_level(logging.INFO, logger="cleo_rules"):
+        compile_pack(pack_with_greetings(tmp_path), check_examples=False)
+    assert not list(where.glob("pack-*.json"))
+    assert "the rule family 'greetings' names no dataclass as its rule_class" in caplog.text
+
+
+def test_a_registered_family_is_everywhere_a_bundled_one_is(toy, tmp_path, monkeypatch):
+    """Its rules in the corpus, the findings, ``check``'s counts, ``/v1/pack/rules`` and the OpenAPI document,
+    whether they classify or are apart (``listed = None``)."""
+    pack_dir = pack_with_greetings(tmp_path)
+    pack = compile_pack(pack_dir)
+    rule = pack.rule("greeting.hello")
+    assert pack.all_rules()[-1] is rule and (rule in pack.rules) == (toy.listed is not None)
+    assert "greeting.hello" in {r.rule for r in run_corpus(pack).rules}
+    assert "greeting.hello" in {r.id for r in findings.rule_refs(pack)}
+    doc = check(pack_dir, corpus=False).to_dict()
+    assert doc["ok"] and (doc.get("greetings") == 1) == (toy.listed is not None)
+    assert {k: doc[k] for k in ("corrections", "follow_ups", "vocabulary_sets")} == {
+        "corrections": len(pack.corrections), "follow_ups": len(pack.follow_ups),
+        "vocabulary_sets": len(pack.vocab_sets)}
+    monkeypatch.setenv(cache.ENV, "off")
+    with TestClient(create_app(ServeSettings(pack=str(pack_dir), watch_interval=0)),
+                    base_url="http://127.0.0.1") as http:
+        deadline = time.monotonic() + 60
+        while (ready := http.get("/readyz")).status_code != 200:  # the pack loads after start-up
+            assert time.monotonic() < deadline and ready.status_code == 503, ready.text
+            time.sleep(0.05)
+        got = http.get("/v1/pack/rules")
+        assert got.status_code == 200, got.text
+        rules = {r["id"]: r for r in got.json()["rules"]}
+        kinds = http.get("/openapi.json").json()["components"]["schemas"]["PackRules"]["properties"]["rules"][
+            "items"]["properties"]["kind"]["enum"]
+    assert rules["greeting.hello"]["kind"] == "greeting" and "greeting" in kinds
+    assert set(kinds) == set(RuleKind) | {"greeting"}
 
 
 def test_a_file_of_an_unregistered_kind_is_placed_at_its_kind(tmp_path):

@@ -46,7 +46,7 @@ def pack_files(pack, *, paths: bool = True) -> dict[str, Path]:
 
     roots = [Path(where).resolve() for where in (pack.path, *(b.path for b in pack.composition.bases))]
     names = {display(Path(where) / "pack.yaml") for where in (pack.path, *(b.path for b in pack.composition.bases))}
-    names |= {r.file for r in (*pack.rules, *pack.referent_rules)}
+    names |= {r.file for r in pack.all_rules()}
     relative = None if paths else pack_file_names(pack)
     out = {}
     for name in sorted(names):
@@ -114,7 +114,7 @@ async def pack_rules(request: Request) -> Response:
     named = file_namer(request, pack)
     rules = [{"id": r.id, "kind": r.kind, "file": named(r.file), "line": r.line,
               "description": getattr(r, "description", ""),
-              "pack": pack.origin(r)} for r in (*pack.rules, *pack.referent_rules)]
+              "pack": pack.origin(r)} for r in pack.all_rules()]
     return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules,
                           **pack.composition.to_dict()})
 
