@@ -7,12 +7,16 @@ whose referent a referent rule found, and writes a sample of them (seed 31,
 the same number from each set where it has that many) with the message, the
 end of the reply before it, the referent and its rule, and ``correct: null``
 for a reader to fill in (``true``/``false``, with a short ``reason`` for a
-false one). A judged file sampled with another checkout's code (``--before``
-records that code's referents beside) keeps both.
+false one), and ``where``: the text around the referent in the turn it came
+from. Another checkout's referents are sampled by running this script from a
+copy of that checkout (its ``bench/``, with ``shared/`` beside it).
 
 ``python bench/judge_referents.py score JUDGED.jsonl`` prints the precision per
-set and over all (judged rows only): ``referents_judged.jsonl`` beside this
-script holds the committed judgements.
+set and over all (judged rows only). Beside this script,
+``referents_judged.jsonl`` holds the judgements of this code's sample and
+``referents_judged_main.jsonl`` those of the sample drawn with main's code
+(another state of the referent rules; a row with the same set, turn and
+referent is the same judgement).
 """
 
 from __future__ import annotations
@@ -49,10 +53,17 @@ def rows():
 
 
 def resolved(pack, message, history):
+    """``(referent, rule, where)`` of a turn whose referent a rule found, else None; ``where`` is the text around
+    the referent in the turn it came from (what a reader needs to judge it)."""
     d = pack.classify(message, history)
     for p in d.parts:
         if p.name == "referent" and p.rule is not None:
-            return p.text, p.rule
+            where = ""
+            if p.index is not None and p.span is not None and 0 <= p.index < len(history):
+                turn = history[p.index]
+                text = turn["content"] if isinstance(turn, dict) else str(turn)
+                where = text[max(0, p.span[0] - 120):p.span[1] + 80]
+            return p.text, p.rule, where
     return None
 
 
@@ -68,7 +79,7 @@ def sample(out: Path, per_set: int) -> None:
                           t.get("role") == "assistant"), "")
             found.setdefault(name, []).append({"dataset": name, "id": rid, "message": message,
                                                "reply": reply[-300:], "referent": hit[0], "rule": hit[1],
-                                               "correct": None})
+                                               "where": hit[2], "correct": None})
     rng = random.Random(SEED)
     with open(out, "w", encoding="utf-8") as f:
         for name in sorted(found):
@@ -93,11 +104,11 @@ def score(path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample")
     s.add_argument("out", type=Path)
-    s.add_argument("--per-set", type=int, default=45)
+    s.add_argument("--per-set", type=int, default=46)
     c = sub.add_parser("score")
     c.add_argument("judged", type=Path, nargs="?", default=Path(__file__).with_name("referents_judged.jsonl"))
     args = ap.parse_args()
