@@ -19,7 +19,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from .._deprecated import moved
 from ..decision import Decision
 from ..explain import Explanation
 from ..families import build_matcher, family
@@ -278,8 +277,3 @@ class Pack:
     @property
     def matcher(self) -> Matcher:
         return self._matcher
-
-
-#: ``Settings``, as the pack's settings were named (``cleo_rules.serve.settings.Settings`` are the service's), is
-#: :class:`PackSettings`.
-__getattr__ = moved(__name__, {"Settings": "PackSettings"})

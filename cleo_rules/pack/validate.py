@@ -28,7 +28,6 @@ from jsonschema.exceptions import relevance
 from jsonschema.protocols import Validator
 
 from .. import timed
-from .._deprecated import moved
 from ..errors import Problem
 from ..kinds import FileKind
 from ..resources import schemas_dir
@@ -220,12 +219,6 @@ def read_kind(source: LoadedFile, known: Sequence[str]) -> tuple[str | None, lis
     return kind, []
 
 
-def _file_kind(source: LoadedFile) -> tuple[FileKind | None, list[Problem]]:
-    """:func:`read_kind` among the bundled families' kinds (what ``file_kind`` was)."""
-    kind, problems = read_kind(source, tuple(FileKind))
-    return (None if kind is None else FileKind(kind)), problems
-
-
 def lint_combine(source: LoadedFile, template: str, key: str = "combine",
                   required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
     """A query template (``settings.<key>``) uses only plain {anchor}, {referent} and {message}, and all of
@@ -328,8 +321,3 @@ def _risk(pattern: str, compiled) -> str | None:
 
 #: the backtracking verdict of each pattern linted, by its text (at most 4 MiB of patterns)
 _risks = Memo(4 << 20)
-
-
-#: ``file_kind`` (``cleo_rules.retrieval.schema`` has its own, of a stored file's mode) is :func:`read_kind`, which
-#: takes the kinds the registry knows (:func:`cleo_rules.families.kinds`).
-__getattr__ = moved(__name__, {"file_kind": ("_file_kind", "use cleo_rules.families.family_of_file")})

@@ -5,8 +5,7 @@ options (every limit's default is shown in ``--help``) or directly::
 
     ServeSettings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
 
-(``Settings`` is the same class under its earlier name; a rule pack's own
-settings are :class:`cleo_rules.pack.model.Settings`.)
+(A rule pack's own settings are :class:`cleo_rules.pack.model.PackSettings`.)
 
 Nothing here imports Starlette, uvicorn or the memory store.
 """
@@ -147,9 +146,6 @@ class ServeSettings:
         if self.watch_interval < 0:
             raise ValueError(f"watch_interval must be 0 (off) or positive, not {self.watch_interval!r}")
 
-
-#: The earlier name of :class:`ServeSettings`, kept for code written against it.
-Settings = ServeSettings
 
 #: Every setting's default, by name (what ``--help`` shows).
 DEFAULTS = {f.name: f.default for f in fields(ServeSettings)}

@@ -272,3 +272,37 @@ def test_the_upward_import_finder_finds_one():
 def test_no_retrieval_function_over_100_lines(module):
     """The store is many small steps: no function of retrieval/ grows past this (most are well under 50)."""
     assert [(name, n) for name, n in _functions(MODULES[module]) if n > 100] == []
+
+
+def _aliases(path: Path) -> list[str]:
+    """A module's second names: a module ``__getattr__`` (names answered from elsewhere), and a module-level
+    ``Old = New`` that binds one more name to a class or function the module defines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
+            found.append(f"{node.lineno}: def __getattr__")
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if "__getattr__" in names or (isinstance(node.value, ast.Name) and node.value.id in defined):
+                found.append(f"{node.lineno}: {', '.join(names)} = {ast.unparse(node.value)}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_keeps_a_second_name(module):
+    """One name for each thing: no shim module, no alias kept after a rename. The package's root alone has a
+    ``__getattr__``, which imports its public names lazily, each under its one name."""
+    found = _aliases(MODULES[module])
+    if module == "cleo_rules":
+        assert [f for f in found if f.endswith(": def __getattr__")] != []
+        found = [f for f in found if not f.endswith(": def __getattr__")]
+    assert found == []
+
+
+def test_the_alias_finder_finds_both_kinds(tmp_path):
+    shim = tmp_path / "shim.py"
+    shim.write_text("class New:\n    pass\n\n\nOld = New\n__getattr__ = lambda name: New\n"
+                    "\n\ndef __getattr__(name):\n    return New\n", encoding="utf-8")
+    assert _aliases(shim) == ["5: Old = New", "6: __getattr__ = lambda name: New", "9: def __getattr__"]
