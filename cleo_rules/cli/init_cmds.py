@@ -33,7 +33,7 @@ def init(directory, name, standalone):
       cleo-rules init team && cd team && cleo-rules check
       cleo-rules init --standalone team
     """
-    from ..pack.load import display
+    from ..reading.load import display
     from ..starter import init_pack
 
     result = init_pack(directory, name=name, standalone=standalone)
@@ -62,7 +62,7 @@ def schemas(out_dir):
     Example:
       cleo-rules schemas --out schemas/
     """
-    from ..pack.load import display
+    from ..reading.load import display
     from ..starter import write_schemas
 
     written = write_schemas(out_dir)

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PackNotFound, PackVersionError, Problem, UsageError
+from ..reading.load import MANIFEST, display, load_yaml, resolve_member
 from ..resources import rules_dir
-from .load import MANIFEST, display, load_yaml, resolve_member
 
 GROUP = "cleo_rules.packs"
 ENV_VAR = "CLEO_RULES_PACK"

@@ -17,11 +17,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..extras import is_postgres_url
-from ..pack.load import MAX_FILE_BYTES
+from ..reading.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_PATTERN, valid_tenant
 from .hosts import parse_allowed_hosts
 
-__all__ = ["DEFAULTS", "ServeSettings", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
+__all__ = ["DEFAULTS", "ServeSettings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the service on this machine only."""
@@ -81,7 +81,7 @@ class ServeSettings:
     :mod:`cleo_rules.editing`), each edit written only when the whole pack
     passes the acceptance gate; never a bundled or installed pack
     (:func:`~cleo_rules.serve.run` refuses to start). A file's text is held
-    to :data:`~cleo_rules.pack.load.MAX_FILE_BYTES` (1 MiB), the limit of
+    to :data:`~cleo_rules.reading.load.MAX_FILE_BYTES` (1 MiB), the limit of
     every pack file.
 
     ``allowed_hosts`` are the host names, besides this machine's own

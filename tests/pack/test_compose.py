@@ -396,7 +396,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from cleo_rules.pack.compose import read_refs  # noqa: E402
-from cleo_rules.pack.load import parse_yaml  # noqa: E402
+from cleo_rules.reading.load import parse_yaml  # noqa: E402
 from cleo_rules.pack.sources import VersionRange, VersionRangeError  # noqa: E402
 
 IDS = ("c.one", "c.two", "c.three", "c.four")

@@ -13,7 +13,7 @@ import pytest
 from cleo_rules import load_pack
 from cleo_rules.errors import PackError, PackNotFound, PackVersionError
 from cleo_rules.pack import sources
-from cleo_rules.pack.load import display
+from cleo_rules.reading.load import display
 from cleo_rules.pack.sources import (
     GROUP, Version, VersionRange, VersionRangeError, available_packs, check_pack_version, resolve_pack,
 )

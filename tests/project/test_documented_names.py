@@ -57,17 +57,19 @@ def test_a_documented_name_imports_without_a_deprecation(name):
 
 #: the names the package had before its first release, each under its one name since: (module, old name)
 FORMER = [
-    ("cleo_rules.pack.load", "Source"),  # LoadedFile
+    ("cleo_rules.reading.load", "Source"),  # LoadedFile
     ("cleo_rules.pack.model", "Settings"),  # PackSettings
     ("cleo_rules.pack.sources", "check_version"),  # check_pack_version
-    ("cleo_rules.pack.validate", "file_kind"),  # cleo_rules.families.family_of_file
+    ("cleo_rules.reading.validate", "file_kind"),  # cleo_rules.families.family_of_file
     ("cleo_rules.corpus.model", "Turn"),  # CaseTurn
     ("cleo_rules.serve.settings", "Settings"),  # ServeSettings
     ("cleo_rules.serve", "Settings"),
 ]
-#: modules that were renamed before the first release
+#: modules that were renamed or moved before the first release
 FORMER_MODULES = ["cleo_rules.prefilter.index", "cleo_rules.retrieval.index", "cleo_rules.retrieval.indexes",
-                  "cleo_rules.retrieval.schema", "cleo_rules._deprecated", "cleo_rules.retrieval._moved"]
+                  "cleo_rules.retrieval.schema", "cleo_rules._deprecated", "cleo_rules.retrieval._moved",
+                  "cleo_rules.pack.load", "cleo_rules.pack.flow", "cleo_rules.pack.validate", "cleo_rules.pack.bounds",
+                  "cleo_rules.pack.backtracking"]
 
 
 @pytest.mark.parametrize("module, old", FORMER)
