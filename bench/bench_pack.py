@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cleo_rules.pack.compile import compile_pack  # noqa: E402
-from cleo_rules.pack.load import MANIFEST  # noqa: E402
+from cleo_rules.reading.load import MANIFEST  # noqa: E402
 from cleo_rules.resources import rules_dir  # noqa: E402
 from evaldata import sgd_turns  # noqa: E402
 

@@ -27,7 +27,7 @@ required, every example and the corpus). Its problems, placed at
 ``file:line:col`` in the copy, are placed back at the real files. Only a pack
 with no error is written; warnings and notes (an open case to close) are
 returned either way. A text over the size limit of every pack file
-(:data:`~cleo_rules.pack.load.MAX_FILE_BYTES`, 1 MiB) is refused as the
+(:data:`~cleo_rules.reading.load.MAX_FILE_BYTES`, 1 MiB) is refused as the
 loader refuses such a file (E114).
 
 **Templates, slots and limits.** The generated corpus is built from them, so
@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from .corpus.files import corpus_dir_of, corpus_files
 from .errors import CleoError, Problem, UsageError
-from .pack.load import MANIFEST, MAX_FILE_BYTES, display, load_yaml, resolve_member
+from .reading.load import MANIFEST, MAX_FILE_BYTES, display, load_yaml, resolve_member
 
 if TYPE_CHECKING:
     from .runtime import Acceptance
@@ -366,7 +366,7 @@ _roots: dict[Path, Path] = {}  # each pack's private directory its copies are ju
 def _root(pack_dir: Path) -> Path:
     """A new, empty private directory to judge a copy of the pack in: at the same path as the pack's last one
     when it can be made there again, so the copy's files are named alike from one edit to the next and what is
-    remembered of each file by its text and name (:func:`~cleo_rules.pack.load.parse_yaml`, the corpus's files,
+    remembered of each file by its text and name (:func:`~cleo_rules.reading.load.parse_yaml`, the corpus's files,
     its cases) serves again for the files the edit did not change. Called under the edit lock."""
     known = _roots.get(pack_dir.resolve())
     if known is not None:

@@ -211,7 +211,7 @@ def rule_refs(pack) -> list[RuleRef]:
 # -- the pack's outline: its files and the rules they hold ------------------------------------------
 
 def _rules_in(src) -> tuple[str, list[RuleRef]]:
-    """The kind of the file ``src`` (a :class:`~cleo_rules.pack.load.LoadedFile`) and the rules with an id in it:
+    """The kind of the file ``src`` (a :class:`~cleo_rules.reading.load.LoadedFile`) and the rules with an id in it:
     the items of the list its rule family keeps its rules in (:mod:`cleo_rules.families`)."""
     from .families import kinds, family
 
@@ -248,7 +248,7 @@ def outline(pack_dir) -> tuple[list[FileRef], list[RuleRef]]:
     cannot be read (or is not there) is listed without rules, and a rule
     without a string id is left out.
     """
-    from .pack.load import MANIFEST, display, load_yaml, resolve_member
+    from .reading.load import MANIFEST, display, load_yaml, resolve_member
 
     pack_dir = Path(pack_dir)
     if pack_dir.name == MANIFEST and not pack_dir.is_dir():

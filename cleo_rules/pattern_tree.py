@@ -1,6 +1,6 @@
 """Reading a pattern's parse tree: what the pattern analyses share.
 
-The backtracking lint (:mod:`cleo_rules.pack.backtracking`) and the
+The backtracking lint (:mod:`cleo_rules.reading.backtracking`) and the
 prefilter's requirements (:mod:`cleo_rules.prefilter.requirements`) both walk
 the tree that Python's own ``re`` parser makes of a pattern (it reads the
 common subset of ``regex`` syntax). That parser is private to the standard

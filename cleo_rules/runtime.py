@@ -52,7 +52,7 @@ from .errors import CleoError, PackError
 from .pack import cache
 from .pack.compile import load_pack
 from .pack.compose import base_dirs, directory_bases
-from .pack.load import MANIFEST, load_yaml, resolve_member
+from .reading.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
 from .pack.sources import VersionRange, check_pack_version, resolve_pack
 from .verify import PackCheck, check, verify

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from cleo_rules import runtime
 from cleo_rules.editing import EditConflict, edit_file, editable_files, read_file, refuse_unwritable
 from cleo_rules.errors import UsageError
-from cleo_rules.pack.load import MAX_FILE_BYTES
+from cleo_rules.reading.load import MAX_FILE_BYTES
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import PackManager, accept
 from cleo_rules.verify import check

@@ -22,9 +22,9 @@ from cleo_rules.corpus.generate import generate
 from cleo_rules.corpus.judge import decision_key
 from cleo_rules.editing import edit_file, read_file
 from cleo_rules.memo import clear_memos
-from cleo_rules.pack import load
+from cleo_rules.reading import load
 from cleo_rules.pack.compile import _compile, compile_pack
-from cleo_rules.pack.validate import find_schema_problems
+from cleo_rules.reading.validate import find_schema_problems
 from cleo_rules.resources import rules_dir
 from cleo_rules.verify import check
 

@@ -28,7 +28,7 @@ from cleo_rules.explain import REASONS, NearMiss
 from cleo_rules.families.patterns import PatternLane
 from cleo_rules.kinds import DecisionKind
 from cleo_rules.matcher import Matcher
-from cleo_rules.pack.load import display
+from cleo_rules.reading.load import display
 from cleo_rules.pack.model import Pack, PatternRule, VocabSet
 from cleo_rules.pack.sources import find_pack
 from cleo_rules.prefilter import words_of_tokens

@@ -30,7 +30,7 @@ import regex
 
 from cleo_rules import timed
 from cleo_rules.errors import PackError
-from cleo_rules.pack import validate
+from cleo_rules.reading import validate
 from cleo_rules.runtime import PackManager
 
 from helpers.runtime import VERSIONS, edit, expected_decisions, hammer

@@ -98,8 +98,8 @@ def installed(path) -> bool:
 
 def shown(path, name: str) -> str:
     """How text output names the directory of pack ``name``: ``<installed pack cleo-en>`` for an installed one (a path
-    into site-packages says nothing to a reader), else as everywhere (:func:`~cleo_rules.pack.load.display`)."""
-    from ..pack.load import display
+    into site-packages says nothing to a reader), else as everywhere (:func:`~cleo_rules.reading.load.display`)."""
+    from ..reading.load import display
 
     return f"<installed pack {name}>" if installed(path) else display(path)
 
@@ -111,7 +111,7 @@ def plain(text: str, found, name: str, pack=None) -> str:
     paths."""
     from ..corpus.files import corpus_dir_of
     from ..pack.compose import base_dirs
-    from ..pack.load import display
+    from ..reading.load import display
 
     packs = [(Path(found.path), name)]
     if pack is not None:

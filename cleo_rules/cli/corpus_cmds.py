@@ -72,7 +72,7 @@ def build(pack, corpus_dir, out_dir):
     from ..corpus import build_corpus, default_corpus_dir
     from ..errors import UsageError
     from ..resources import inside_package
-    from ..pack.load import display
+    from ..reading.load import display
 
     found = find(pack)
     pack_obj = _compile(found)

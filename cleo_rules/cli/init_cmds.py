@@ -37,7 +37,7 @@ def init(directory, name, standalone):
       cleo-rules rules team/rules
       cleo-rules init --standalone team
     """
-    from ..pack.load import display
+    from ..reading.load import display
     from ..starter import init_pack
 
     result = init_pack(directory, name=name, standalone=standalone)
@@ -66,7 +66,7 @@ def schemas(out_dir):
     Example:
       cleo-rules schemas --out schemas/
     """
-    from ..pack.load import display
+    from ..reading.load import display
     from ..starter import write_schemas
 
     written = write_schemas(out_dir)

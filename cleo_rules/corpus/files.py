@@ -9,7 +9,7 @@ file has ``kind: corpus`` and a ``cases:`` list; generated files also carry a
 from). The generator writes one case per line, so a change to a rule shows up
 as a line-per-case diff, and never touches the hand-written files.
 
-Every corpus file is read as rule files are (:mod:`cleo_rules.pack.load`:
+Every corpus file is read as rule files are (:mod:`cleo_rules.reading.load`:
 plain YAML, no aliases or tags, bounded in size and depth, a regular file)
 and must lie inside the corpus directory, links included.
 
@@ -32,8 +32,8 @@ from pathlib import Path
 from ..errors import Problem
 from ..kinds import DecisionKind
 from ..memo import Memo
-from ..pack.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
-from ..pack.validate import find_schema_problems
+from ..reading.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
+from ..reading.validate import find_schema_problems
 from .model import CROSS, HAND, Case, history_item, plain, problem
 
 GENERATED_DIR = "generated"

@@ -56,7 +56,7 @@ from ..families import RULE_CASES, family_of
 from ..families.referents import REFERENT_CASES
 from ..kinds import DecisionKind, FileKind
 from ..memo import Memo
-from ..pack.load import LoadedFile, pointer_join
+from ..reading.load import LoadedFile, pointer_join
 from ..text import normalize
 from .model import CROSS, Case, CorpusError, CaseTurn, history_item
 from .template import Grammar, TemplateError, clean, clean_lines, split_joint

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._deprecated import moved
 from ..errors import CleoError, Problem
 
 CROSS = "(cross-rule)"
@@ -188,7 +187,3 @@ def problem(code, message, file="", line=0, col=0, *, rule=None, pointer="", hel
             severity="error") -> Problem:
     return Problem(code=code, message=message, file=file, line=line, col=col, pointer=pointer, rule=rule,
                    help=help, rank=rank, severity=severity)
-
-
-#: ``Turn``, as :class:`CaseTurn` was named (:class:`cleo_rules.turn.Turn` is the outcome of one turn).
-__getattr__ = moved(__name__, {"Turn": "CaseTurn"})

@@ -41,7 +41,7 @@ from pathlib import Path
 from ..errors import CleoError, UsageError
 from ..history import ASSISTANT, read_history
 from ..kinds import DecisionKind
-from ..pack.load import MAX_FILE_BYTES
+from ..reading.load import MAX_FILE_BYTES
 from .files import REGRESSIONS_FILE
 
 __all__ = ["REGRESSIONS_FILE", "Saved", "regression_entry", "regressions_path", "render_entry", "save_regression"]
@@ -203,8 +203,8 @@ def _full(shown: str, what: str) -> CleoError:
 
 def _read_cases(path: Path, shown: str) -> list:
     """The ``cases`` of a hand-written corpus file, read as the corpus reads it (plain YAML, the schema)."""
-    from ..pack.load import load_yaml
-    from ..pack.validate import find_schema_problems
+    from ..reading.load import load_yaml
+    from ..reading.validate import find_schema_problems
 
     src, problems = load_yaml(path, shown)
     if src is None or problems:

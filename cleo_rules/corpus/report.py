@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import Problem
-from ..pack.load import display
+from ..reading.load import display
 from .generate import GENERATOR_VERSION
 from .model import CROSS, HAND, plain
 

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 
 from ..kinds import FileKind
 from ..matcher import Matcher
-from ..pack.load import LoadedFile
+from ..reading.load import LoadedFile
 from ..referents import ReferentFinder
 from ..walk import LaneContext
 from .base import RULE_CASES, Build, Family, Item, Tally
@@ -146,8 +146,8 @@ def family_of(rule) -> Family:
 
 def family_of_file(src: LoadedFile):
     """``(family, problems)`` for a rule file: the family its ``kind:`` names, or None and the problem, placed
-    at the ``kind:`` with the known kinds and the nearest one (:func:`cleo_rules.pack.validate.read_kind`)."""
-    from ..pack.validate import read_kind
+    at the ``kind:`` with the known kinds and the nearest one (:func:`cleo_rules.reading.validate.read_kind`)."""
+    from ..reading.validate import read_kind
 
     kind, problems = read_kind(src, kinds())
     return (None if kind is None else _table[kind]), problems

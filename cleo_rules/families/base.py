@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from ..errors import Problem
 from ..kinds import DecisionKind
-from ..pack.load import LoadedFile, pointer_join
+from ..reading.load import LoadedFile, pointer_join
 
 __all__ = ["RULE_CASES", "Build", "Family", "Item", "Tally"]
 

@@ -82,10 +82,10 @@ def _pattern_source(item: dict) -> str | None:
 
 def build_pattern(item: dict, at: Item) -> tuple[str, Any] | None:
     """``(pattern, compiled)`` of a rule's ``pattern`` (a regex, or a list of them joined as alternatives),
-    linted (:func:`~cleo_rules.pack.validate.lint_pattern`); None when it does not compile or the rule is not
+    linted (:func:`~cleo_rules.reading.validate.lint_pattern`); None when it does not compile or the rule is not
     built. Its bounds are checked too: ``min_content_words`` above ``max_content_words`` (E141)."""
     # only a pack being compiled is linted: jsonschema is imported when one is
-    from ..pack.validate import lint_pattern
+    from ..reading.validate import lint_pattern
 
     pattern = _pattern_source(item)
     if not isinstance(pattern, str):

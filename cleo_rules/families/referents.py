@@ -86,7 +86,7 @@ class Referents(Family):
 
     def example_problems(self, pack, rule) -> list[Problem]:
         """A referent rule's examples must find their referent by this rule; its counterexamples nothing by it."""
-        from ..pack.load import pointer_join
+        from ..reading.load import pointer_join
 
         src = pack.source(rule)
         problems = []

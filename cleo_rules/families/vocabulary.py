@@ -221,7 +221,7 @@ class VocabularyFamily(Family):
     rule_class = VocabSet
 
     def build(self, item: dict, at: Item) -> VocabSet | None:
-        from ..pack.validate import lint_pattern
+        from ..reading.validate import lint_pattern
 
         seen = at.build.notes.setdefault(self.kind, {})  # every entry of every set: a word belongs to one
         words = [w for w in listed(item.get("words")) if isinstance(w, str)]

@@ -1,7 +1,8 @@
-"""Rule packs: load (YAML with positions) -> validate (schema + lints) -> compile -> a :class:`~.model.Pack`.
+"""Rule packs: files read and checked (:mod:`cleo_rules.reading`) -> compiled -> a :class:`~.model.Pack`.
 
-:mod:`.load` reads the files, :mod:`.validate` and :mod:`.backtracking`
-find what is wrong with them, :mod:`.compile` has each file read by its rule
+:mod:`cleo_rules.reading` reads the files (YAML with positions) and finds
+what is wrong with them (schemas, pattern lints), below both this package
+and the rule families; :mod:`.compile` has each file read by its rule
 family (:mod:`cleo_rules.families`) and builds the immutable
 :class:`~.model.Pack` (:mod:`.model`), which keeps its sources and each
 rule's pointer; :mod:`.examples` judges the pack's own examples against it;

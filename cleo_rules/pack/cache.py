@@ -65,9 +65,9 @@ import regex
 import yaml
 
 from .. import families
+from ..reading.load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
 from ..resources import package_dir, schemas_dir
 from . import compose
-from .load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
 from .model import Pack
 from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
 

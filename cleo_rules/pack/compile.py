@@ -19,13 +19,13 @@ from types import MappingProxyType
 
 from .. import families
 from ..errors import PackError, PackNotFound, Problem
+from ..reading.load import MANIFEST, MAX_FILES, LoadedFile, display, load_yaml, pointer_join, resolve_member
 from ..resources import rules_dir
 from . import cache, compose
 from .examples import find_example_problems
-from .load import MANIFEST, MAX_FILES, LoadedFile, display, load_yaml, pointer_join, resolve_member
 from .model import DEFAULT_CONTEXT, NOTHING, Base, Composition, Pack, PackSettings, name_packs
 from .sources import check_pack_version, resolve_pack
-from .templates import lint_context
+from .templates import lint_combine, lint_context
 
 __all__ = ["compile_pack", "compile_with_examples", "load_pack"]
 
@@ -157,7 +157,7 @@ def _digest(packs, files, index: int) -> str:
 
 def _read_manifest(manifest: LoadedFile, problems: list[Problem]) -> tuple[dict, dict]:
     """The settings a manifest gives and its context templates, its problems added (schema, templates)."""
-    from .validate import find_schema_problems, lint_combine
+    from ..reading.validate import find_schema_problems
 
     problems += find_schema_problems(manifest, "pack")
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
@@ -180,7 +180,7 @@ def _read_files(pack_dir: Path, manifest: LoadedFile, problems: list[Problem]
                 ) -> list[tuple[str, LoadedFile, families.Family]]:
     """Every file the manifest lists, loaded and checked against its family's schema: ``(name in the manifest,
     file, family)``; a file that cannot be read, or of no known kind, is left out with its problem."""
-    from .validate import find_schema_problems
+    from ..reading.validate import find_schema_problems
 
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
     given_files = mdata.get("files")

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PackNotFound, Problem
+from ..reading.load import MANIFEST, LoadedFile, display, load_yaml, pointer_join
 from ..resources import rules_dir
-from .load import MANIFEST, LoadedFile, display, load_yaml, pointer_join
 from .model import Change
 from .sources import Version, VersionRange, VersionRangeError, available_packs, resolve_name
 

@@ -15,7 +15,7 @@ from ..decision import Decision
 from ..errors import Problem
 from ..families import family_of
 from ..kinds import DecisionKind, RuleKind
-from .load import pointer_join
+from ..reading.load import pointer_join
 from .model import Pack
 
 __all__ = ["example_case", "example_miss", "find_example_problems"]

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .load import MANIFEST, display
+from ..reading.load import MANIFEST, display
 
 __all__ = ["PackFileName", "pack_file_names"]
 

@@ -3,7 +3,7 @@
 A :class:`Pack` holds its settings, each rule family's rules in the order
 they are listed (:attr:`Pack.family_rules`), the matcher built from their
 lanes, and what it was built from: the manifest and every rule file as
-loaded (:class:`~cleo_rules.pack.load.LoadedFile`, with the position of every
+loaded (:class:`~cleo_rules.reading.load.LoadedFile`, with the position of every
 value), and, on each rule, the file, line and JSON pointer it was defined at.
 So a stage that reports on a rule (its examples, its corpus templates, the
 required version) finds the place at hand and never reads a file again.
@@ -19,7 +19,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from .._deprecated import moved
 from ..decision import Decision
 from ..explain import Explanation
 from ..families import build_matcher, family
@@ -28,7 +27,7 @@ from ..families.referents import ReferentRule
 from ..families.vocabulary import VocabSet
 from ..kinds import DecisionKind, FileKind
 from ..matcher import Matcher
-from .load import LoadedFile
+from ..reading.load import LoadedFile
 
 __all__ = ["Base", "Change", "Composition", "DEFAULT_CONTEXT", "Pack", "PackSettings", "PatternRule", "ReferentRule",
            "VocabSet", "name_packs"]
@@ -286,8 +285,3 @@ class Pack:
     @property
     def matcher(self) -> Matcher:
         return self._matcher
-
-
-#: ``Settings``, as the pack's settings were named (``cleo_rules.serve.settings.Settings`` are the service's), is
-#: :class:`PackSettings`.
-__getattr__ = moved(__name__, {"Settings": "PackSettings"})

@@ -45,7 +45,7 @@ import regex
 
 from .. import families
 from ..kinds import FileKind, RuleKind
-from .load import MANIFEST as _MANIFEST, LoadedFile, display, resolve_member
+from ..reading.load import MANIFEST as _MANIFEST, LoadedFile, display, resolve_member
 from .model import NOTHING, Base, Change, Composition, Pack, PackSettings
 
 __all__ = ["FORMAT", "Unstorable", "family_code", "from_data", "relocated", "rule_class", "to_data"]
@@ -255,7 +255,7 @@ def _read_composition(doc: dict, base_dirs) -> Composition:
         raise ValueError(f"{len(doc['bases'])} bases stored, {len(base_dirs)} found")
     if not doc["bases"]:
         return NOTHING
-    from .load import MANIFEST
+    from ..reading.load import MANIFEST
 
     bases = tuple(Base(b["name"], b["version"], b["hash"], Path(where), b["spec"], b["origin"],
                        _read_source(b["manifest"], Path(where) / MANIFEST),

@@ -34,10 +34,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._deprecated import moved
 from ..errors import PackNotFound, PackVersionError, Problem, UsageError
+from ..reading.load import MANIFEST, display, load_yaml, resolve_member
 from ..resources import rules_dir
-from .load import MANIFEST, display, load_yaml, resolve_member
 
 GROUP = "cleo_rules.packs"
 ENV_VAR = "CLEO_RULES_PACK"
@@ -556,8 +555,3 @@ def find_pack(spec=None, *, cwd=None, environ=None) -> FoundPack:
     if (local / MANIFEST).is_file():
         return FoundPack(Path("rules") if cwd is None else local, "./rules")
     return FoundPack(rules_dir(), "bundled")
-
-
-#: ``check_version``, as :func:`check_pack_version` was named (``cleo_rules.retrieval.pg_schema`` has its own, of a
-#: schema's version).
-__getattr__ = moved(__name__, {"check_version": "check_pack_version"})

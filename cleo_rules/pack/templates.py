@@ -15,8 +15,7 @@ each is read at load and may hold only:
 
 :func:`template_faults` says what is wrong with one template, in words;
 :func:`lint_context` places the faults of the ``context:`` templates (E148).
-The query templates are placed by
-:func:`cleo_rules.pack.validate.lint_combine` (E137).
+:func:`lint_combine` places those of the query templates (E137).
 """
 
 from __future__ import annotations
@@ -26,9 +25,10 @@ import string
 from collections.abc import Iterable
 
 from ..errors import Problem
-from .load import LoadedFile
+from ..reading.load import LoadedFile
 
-__all__ = ["CONTEXT_FIELDS", "MAX_PRECISION", "NUMBER_FIELDS", "QUERY_FIELDS", "lint_context", "template_faults"]
+__all__ = ["CONTEXT_FIELDS", "MAX_PRECISION", "NUMBER_FIELDS", "QUERY_FIELDS", "lint_combine", "lint_context",
+           "template_faults"]
 
 QUERY_FIELDS = ("anchor", "topic", "referent", "message", "reply")
 _TURN_FIELDS = ("query", "message", "kind", "count")
@@ -94,3 +94,15 @@ def lint_context(source: LoadedFile, templates) -> list[Problem]:
             problems.append(source.problem("E148", f"context template {key!r} {fault}", f"/context/{key}",
                                            help=f"{key} may use {', '.join('{' + f + '}' for f in fields)}"))
     return problems
+
+
+def lint_combine(source: LoadedFile, template: str, key: str = "combine",
+                  required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
+    """A query template (``settings.<key>``) uses only plain {anchor}, {referent} and {message}, and all of
+    ``required`` (:func:`template_faults`: no format spec, conversion, attribute or index)."""
+    ptr = f"/settings/{key}"
+    help = "use {anchor}, {referent} and {message}, written plainly; write {{ or }} for a literal brace"
+    return [source.problem("E137", f"{key} template {fault}", ptr,
+                           help=f"this query needs {' and '.join('{' + r + '}' for r in required)}"
+                           if fault.startswith("lacks") else help)
+            for fault in template_faults(template, QUERY_FIELDS, required)]

@@ -38,10 +38,7 @@ The embedded store (SQLite and hnswlib in one directory):
 ``search``         index hits joined to SQLite in one statement
 
 The PostgreSQL store (``postgres``, :class:`~.postgres.PgStore`) is in the
-``pg_*`` modules (see :mod:`~cleo_rules.retrieval.postgres`). ``index``,
-``indexes`` and ``schema`` are the old names of ``hnsw_file``, ``index_set``
-and ``sqlite_schema``/``tables``: each still gives every name it had, with a
-:class:`DeprecationWarning`.
+``pg_*`` modules (see :mod:`~cleo_rules.retrieval.postgres`).
 """
 
 from .base import MemoryBase

@@ -36,9 +36,9 @@ imports neither Starlette nor an embedding runtime.
 
 from __future__ import annotations
 
-from .settings import DEFAULTS, ServeSettings, Settings, is_loopback
+from .settings import DEFAULTS, ServeSettings, is_loopback
 
-__all__ = ["DEFAULTS", "ServeSettings", "Settings", "create_app", "run"]
+__all__ = ["DEFAULTS", "ServeSettings", "create_app", "run"]
 
 
 def create_app(settings: ServeSettings | None = None):

@@ -17,7 +17,7 @@ from importlib import metadata
 from .. import families
 from ..explain import REASONS
 from ..kinds import DecisionKind, Source
-from ..pack.load import MAX_FILE_BYTES
+from ..reading.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_SYNTAX
 from .problems import PROBLEM_TYPES, type_uri
 

@@ -5,8 +5,7 @@ options (every limit's default is shown in ``--help``) or directly::
 
     ServeSettings(pack="rules/", memory="/srv/cleo-memory", keys="/etc/cleo/keys")
 
-(``Settings`` is the same class under its earlier name; a rule pack's own
-settings are :class:`cleo_rules.pack.model.Settings`.)
+(A rule pack's own settings are :class:`cleo_rules.pack.model.PackSettings`.)
 
 Nothing here imports Starlette, uvicorn or the memory store.
 """
@@ -18,11 +17,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..memory_backends import find
-from ..pack.load import MAX_FILE_BYTES
+from ..reading.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_PATTERN, valid_tenant
 from .hosts import parse_allowed_hosts
 
-__all__ = ["DEFAULTS", "ServeSettings", "Settings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
+__all__ = ["DEFAULTS", "ServeSettings", "TENANT_PATTERN", "is_loopback", "valid_tenant"]
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the service on this machine only."""
@@ -82,7 +81,7 @@ class ServeSettings:
     :mod:`cleo_rules.editing`), each edit written only when the whole pack
     passes the acceptance gate; never a bundled or installed pack
     (:func:`~cleo_rules.serve.run` refuses to start). A file's text is held
-    to :data:`~cleo_rules.pack.load.MAX_FILE_BYTES` (1 MiB), the limit of
+    to :data:`~cleo_rules.reading.load.MAX_FILE_BYTES` (1 MiB), the limit of
     every pack file.
 
     ``allowed_hosts`` are the host names, besides this machine's own
@@ -147,9 +146,6 @@ class ServeSettings:
         if self.watch_interval < 0:
             raise ValueError(f"watch_interval must be 0 (off) or positive, not {self.watch_interval!r}")
 
-
-#: The earlier name of :class:`ServeSettings`, kept for code written against it.
-Settings = ServeSettings
 
 #: Every setting's default, by name (what ``--help`` shows).
 DEFAULTS = {f.name: f.default for f in fields(ServeSettings)}

@@ -14,7 +14,7 @@ from cleo_rules.cli import cli
 from cleo_rules.corpus import generate, run_corpus
 from cleo_rules.corpus.diff import read_jsonl
 from cleo_rules.corpus.files import case_line, read_dir
-from cleo_rules.corpus.model import Case, Turn, history_item
+from cleo_rules.corpus.model import Case, CaseTurn, history_item
 from cleo_rules.corpus.judge import Evaluator
 from cleo_rules.corpus.run import find_contradictions, tally
 from cleo_rules.corpus.template import Grammar, TemplateError, split_joint
@@ -42,7 +42,7 @@ def turns(*items):
 def test_history_items_are_strings_or_turns():
     assert history_item("hi there") == "hi there"
     t = history_item({"role": "assistant", "content": "Hello"})
-    assert t == Turn("assistant", "Hello") and dict(t) == {"role": "assistant", "content": "Hello"}
+    assert t == CaseTurn("assistant", "Hello") and dict(t) == {"role": "assistant", "content": "Hello"}
     hash(Case(id="a", message="m", expect="follow_up", history=(t,)))  # a case stays hashable
     for bad in ({"role": "system", "content": "x"}, {"role": "user", "content": 3}, {"role": "user"}, 4,
                 {"role": "user", "content": "x", "name": "n"}):
@@ -269,7 +269,8 @@ def test_conversations_become_cases_of_their_rule(mini):
     pronoun = groups["follow_up.pronoun"].cases
     examples = [c for c in pronoun if "/e-" in c.id]
     counter = [c for c in pronoun if "/x-" in c.id]
-    assert len(examples) == 1 and examples[0].history == (Turn("assistant", "It was written by Carole King in 1971."),)
+    reply = CaseTurn("assistant", "It was written by Carole King in 1971.")
+    assert len(examples) == 1 and examples[0].history == (reply,)
     assert len(counter) == 1 and counter[0].not_rules == ("follow_up.pronoun",) and counter[0].expect is None
     assert not any(c.message == "Where was Carole King born?" and not c.history for c in counter)
 

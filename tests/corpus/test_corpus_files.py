@@ -14,13 +14,13 @@ from cleo_rules import load_pack
 from cleo_rules.corpus.files import (
     CROSS_FILE, GENERATED_DIR, case_line, corpus_dir_of, default_corpus_dir, group_file, read_dir, render,
 )
-from cleo_rules.corpus.model import CROSS, Case, Turn
+from cleo_rules.corpus.model import CROSS, Case, CaseTurn
 from cleo_rules.kinds import DecisionKind
 from cleo_rules.resources import rules_dir
 
 # printable text: YAML refuses control characters even inside a JSON string (the reader reads it without YAML)
 words = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cn")), min_size=1, max_size=30)
-turns = st.one_of(words, st.builds(Turn, st.sampled_from(["user", "assistant"]), words))
+turns = st.one_of(words, st.builds(CaseTurn, st.sampled_from(["user", "assistant"]), words))
 cases = st.builds(
     lambda n, message, expect, rule, history, referent: Case(
         f"follow_up.x/p{n}", message, expect, rule=rule, not_rules=() if rule else ("follow_up.x",),
@@ -79,7 +79,7 @@ def test_a_hand_written_file_places_each_case_and_each_mistake(tmp_path):
     assert generated == [] and problems == []
     (cf,) = hand
     assert [(c.id, c.line, c.generated) for c in cf.cases] == [("r/1", 3, False), ("r/2", 6, False)]
-    assert cf.cases[1].history == ("Compare the two quotes", Turn("assistant", "Acme or Zed?"))
+    assert cf.cases[1].history == ("Compare the two quotes", CaseTurn("assistant", "Acme or Zed?"))
     (corpus / "regressions.yaml").write_text(
         "kind: corpus\ncases:\n  - id: r/3\n    message: Hello there.\n    expect: maybe\n", encoding="utf-8")
     _, _, problems = read_dir(corpus)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cleo_rules.corpus.model import (
-    CorpusError, Case, Turn, history_item, plain, problem, role_tagged, user_turns,
+    CorpusError, Case, CaseTurn, history_item, plain, problem, role_tagged, user_turns,
 )
 from cleo_rules.errors import CleoError
 
@@ -18,9 +18,9 @@ items = st.one_of(text, st.builds(lambda r, c: {"role": r, "content": c}, st.sam
 
 
 def test_a_turn_is_a_mapping_and_a_hashable_value():
-    t = Turn("assistant", "Two quotes: Acme and Zed.")
+    t = CaseTurn("assistant", "Two quotes: Acme and Zed.")
     assert dict(t) == {"role": "assistant", "content": "Two quotes: Acme and Zed."} == t.to_dict()
-    assert len(t) == 2 and t["role"] == "assistant" and hash(t) == hash(Turn("assistant", t.content))
+    assert len(t) == 2 and t["role"] == "assistant" and hash(t) == hash(CaseTurn("assistant", t.content))
     with pytest.raises(KeyError):
         t["text"]
 
@@ -56,7 +56,7 @@ def test_a_case_is_placed_by_file_and_line():
 
 def test_a_case_as_json_keeps_what_it_asserts_and_only_that():
     case = Case("c/2", "Yes, that one.", None, rule=None, not_rules=("correction.already-tried",),
-                history=("Compare the two quotes", Turn("assistant", "Acme or Zed?")), has_referent=True,
+                history=("Compare the two quotes", CaseTurn("assistant", "Acme or Zed?")), has_referent=True,
                 referent=None, anchor="Compare the two quotes")
     d = case.to_dict()
     assert d == {"id": "c/2", "message": "Yes, that one.", "not": ["correction.already-tried"],

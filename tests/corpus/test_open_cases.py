@@ -24,7 +24,7 @@ from cleo_rules.cli import cli
 from cleo_rules.corpus import run_corpus
 from cleo_rules.corpus.regressions import regression_entry, render_entry, save_regression
 from cleo_rules.errors import CleoError, PackError
-from cleo_rules.pack.load import MAX_FILE_BYTES
+from cleo_rules.reading.load import MAX_FILE_BYTES
 from cleo_rules.runtime import PackManager, accept
 from cleo_rules.verify import check
 

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from cleo_rules.resources import corpus_dir, rules_dir
-from cleo_rules.serve import Settings, create_app
+from cleo_rules.serve import ServeSettings, create_app
 from cleo_rules.serve.keys import KeyRing
 
 from helpers.service import ROOT, Service
@@ -242,12 +242,12 @@ def test_item3_allowed_hosts_adds_names_by_environment(domain):
 def test_item3_allowed_hosts_is_a_setting_with_checked_names(tmp_path):
     from cleo_rules.serve.hosts import allowed_host, parse_allowed_hosts
 
-    assert Settings(allowed_hosts=("Cleo.Example.com, .internal.test", "10.0.0.5,[::2]")).allowed_hosts == \
+    assert ServeSettings(allowed_hosts=("Cleo.Example.com, .internal.test", "10.0.0.5,[::2]")).allowed_hosts == \
         ("cleo.example.com", ".internal.test", "10.0.0.5", "[::2]")
-    assert Settings(allowed_hosts=("a.test", "a.test")).allowed_hosts == ("a.test",)
+    assert ServeSettings(allowed_hosts=("a.test", "a.test")).allowed_hosts == ("a.test",)
     for bad in ("http://cleo.example.com", "cleo.example.com:8080", "*", "*.example.com", "a b", "-x.test"):
         with pytest.raises(ValueError, match="not a host name"):
-            Settings(allowed_hosts=(bad,))
+            ServeSettings(allowed_hosts=(bad,))
     done = subprocess.run([sys.executable, "-m", "cleo_rules", "serve", "--allowed-hosts", "http://x.test"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 2 and "not a host name" in done.stderr and "Traceback" not in done.stderr
@@ -330,7 +330,7 @@ def test_item3_with_keys_allowed_hosts_turns_the_host_check_on(tmp_path):
 
     keys = tmp_path / "keys.txt"
     key = KeyRing.append(keys, "*")
-    app = create_app(Settings(keys=keys, allowed_hosts=("cleo.example.com",), watch_interval=0))
+    app = create_app(ServeSettings(keys=keys, allowed_hosts=("cleo.example.com",), watch_interval=0))
     auth = {"Authorization": f"Bearer {key}"}
     with TestClient(app, base_url="http://cleo.example.com") as client:
         assert client.get("/healthz").status_code == 200

@@ -25,11 +25,11 @@ from cleo_rules import load_pack
 from cleo_rules.cli import cli
 from cleo_rules.corpus.files import read_dir
 from cleo_rules.errors import PackError
-from cleo_rules.pack import bounds
-from cleo_rules.pack.backtracking import probe, static_risk
-from cleo_rules.pack.load import Source, load_yaml
+from cleo_rules.reading import bounds
+from cleo_rules.reading.backtracking import probe, static_risk
+from cleo_rules.reading.load import LoadedFile, load_yaml
 from cleo_rules.pack.sources import pack_info
-from cleo_rules.pack.validate import lint_pattern
+from cleo_rules.reading.validate import lint_pattern
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import MAX_WATCHED_FILES, NO_CORPUS, PackManager
 
@@ -333,7 +333,7 @@ CASES_5 = [(family, pattern, prefix) for family, patterns in FAMILIES.items() fo
 
 
 def _lint(pattern: str):
-    src = Source(Path("follow_ups.yaml"), "follow_ups.yaml", {})
+    src = LoadedFile(Path("follow_ups.yaml"), "follow_ups.yaml", {})
     return lint_pattern(src, "/rules/0/pattern", "follow_up.x", pattern)
 
 

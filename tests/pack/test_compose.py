@@ -359,9 +359,9 @@ def test_a_turn_with_a_composed_pack_records_the_base_in_its_trace(tmp_path, toy
 def test_the_service_shows_which_pack_each_rule_comes_from(team):
     from starlette.testclient import TestClient
 
-    from cleo_rules.serve import Settings, create_app
+    from cleo_rules.serve import ServeSettings, create_app
 
-    app = create_app(Settings(pack=str(team), watch_interval=0))
+    app = create_app(ServeSettings(pack=str(team), watch_interval=0))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         deadline = time.monotonic() + 90
         while not app.state.service.ready and time.monotonic() < deadline:  # the pack is judged first
@@ -396,7 +396,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from cleo_rules.pack.compose import read_refs  # noqa: E402
-from cleo_rules.pack.load import parse_yaml  # noqa: E402
+from cleo_rules.reading.load import parse_yaml  # noqa: E402
 from cleo_rules.pack.sources import VersionRange, VersionRangeError  # noqa: E402
 
 IDS = ("c.one", "c.two", "c.three", "c.four")

@@ -11,7 +11,7 @@ import pytest
 
 from cleo_rules import load_pack
 from cleo_rules.corpus import generate
-from cleo_rules.pack.load import display
+from cleo_rules.reading.load import display
 from cleo_rules.resources import rules_dir
 from cleo_rules.verify import verify
 

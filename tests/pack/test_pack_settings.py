@@ -8,7 +8,7 @@ import shutil
 
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.pack.model import PackSettings
-from cleo_rules.pack.validate import validator_of
+from cleo_rules.reading.validate import validator_of
 from cleo_rules.resources import schemas_dir
 
 from helpers import MINI

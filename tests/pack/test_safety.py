@@ -29,7 +29,7 @@ from cleo_rules import load_pack
 from cleo_rules.matcher import Matcher
 from cleo_rules.errors import PackError
 from cleo_rules.pack.model import Pack, PatternRule, VocabSet
-from cleo_rules.pack.load import MAX_FILE_BYTES, MAX_FILES
+from cleo_rules.reading.load import MAX_FILE_BYTES, MAX_FILES
 
 from helpers import PACKS
 

@@ -13,9 +13,9 @@ import pytest
 from cleo_rules import load_pack
 from cleo_rules.errors import PackError, PackNotFound, PackVersionError
 from cleo_rules.pack import sources
-from cleo_rules.pack.load import display
+from cleo_rules.reading.load import display
 from cleo_rules.pack.sources import (
-    GROUP, Version, VersionRange, VersionRangeError, available_packs, check_version, resolve_pack,
+    GROUP, Version, VersionRange, VersionRangeError, available_packs, check_pack_version, resolve_pack,
 )
 from cleo_rules.resources import rules_dir
 
@@ -101,10 +101,10 @@ def test_bad_ranges_say_how_to_write_one(bad, says):
 
 def test_check_version_points_at_the_manifest_version():
     pack = load_pack(MINI)
-    check_version(pack, ">=1.0,<2")
-    check_version(pack, None)
+    check_pack_version(pack, ">=1.0,<2")
+    check_pack_version(pack, None)
     with pytest.raises(PackVersionError) as info:
-        check_version(pack, "^2")
+        check_pack_version(pack, "^2")
     err = info.value
     assert isinstance(err, PackError)
     assert str(err).splitlines()[0].endswith("is outside the required version range ^2")

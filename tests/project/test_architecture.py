@@ -37,10 +37,10 @@ STORE_MAY_USE = {"cleo_rules.errors", "cleo_rules.jsonl", "cleo_rules.kinds", "c
 LAYERS = ("cleo_rules.cli", "cleo_rules.serve", "cleo_rules.__main__")
 #: the matching walk: it walks the lanes it is given, and knows no rule family, no pack, no file
 WALK = ("cleo_rules.matcher", "cleo_rules.walk", "cleo_rules.explain", "cleo_rules.shaping", "cleo_rules.referents")
-#: what the rule families build on: the walk, the pack's loading and lints, the names; never what uses a pack
-FAMILIES_NEVER = ("cleo_rules.corpus", "cleo_rules.verify", "cleo_rules.runtime", "cleo_rules.turn",
-                  "cleo_rules.retrieval", "cleo_rules.pack.compile", "cleo_rules.pack.model", "cleo_rules.pack.cache",
-                  "cleo_rules.pack.examples")
+#: what the rule families build on: the walk, the files read and checked (reading/), the names; never the packs
+#: they make rules for, nor what uses a pack
+FAMILIES_NEVER = ("cleo_rules.pack", "cleo_rules.corpus", "cleo_rules.verify", "cleo_rules.runtime", "cleo_rules.turn",
+                  "cleo_rules.retrieval")
 LAYER_LIBRARIES = {"click", "starlette", "uvicorn", "prometheus_client"}
 
 
@@ -109,8 +109,9 @@ def reach(start) -> set[str]:
     return seen
 
 
-def cycles() -> list[list[str]]:
+def cycles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), and modules importing themselves."""
+    graph = GRAPH if graph is None else graph
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -121,7 +122,7 @@ def cycles() -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in sorted(GRAPH[v]):
+        for w in sorted(graph.get(v, ())):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -135,13 +136,27 @@ def cycles() -> list[list[str]]:
                 comp.append(w)
                 if w == v:
                     break
-            if len(comp) > 1 or v in GRAPH[v]:
+            if len(comp) > 1 or v in graph.get(v, ()):
                 found.append(sorted(comp))
 
-    for v in sorted(GRAPH):
+    for v in sorted(graph):
         if v not in index:
             visit(v)
     return found
+
+
+def unit(module: str) -> str:
+    """The package (a directory of ``cleo_rules/``) a module belongs to, or the module itself at the top level."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or (len(parts) == 2 and (ROOT / parts[1]).is_dir()) else module
+
+
+def package_graph() -> dict[str, set[str]]:
+    """The import graph with each package one node: its modules' imports (lazy ones too), its own left out."""
+    graph: dict[str, set[str]] = {}
+    for module, imported in GRAPH.items():
+        graph.setdefault(unit(module), set()).update(unit(m) for m in imported if unit(m) != unit(module))
+    return graph
 
 
 def test_the_graph_is_read():
@@ -168,6 +183,31 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_import_cycles():
     assert cycles() == []
+
+
+def test_no_import_cycle_between_packages():
+    """Each package depends on others in one direction: no two import each other, directly or through other
+    packages and top-level modules. The rule families build on reading/ and the walk; pack/ builds on them."""
+    graph = package_graph()
+    assert {"cleo_rules.families", "cleo_rules.reading"} <= graph["cleo_rules.pack"]
+    assert "cleo_rules.reading" in graph["cleo_rules.families"]
+    found = cycles(graph)
+    edges = {tuple(c): sorted(f"{a} -> {b}" for a in GRAPH for b in GRAPH[a]
+                              if unit(a) in c and unit(b) in c and unit(a) != unit(b)) for c in found}
+    assert edges == {}
+
+
+def test_the_package_cycle_finder_finds_two_packages_importing_each_other():
+    """An edge like the one the rule families had into the packs (families/base.py imported pack/load.py, and
+    pack/model.py imports families/), though no module imports itself back."""
+    GRAPH["cleo_rules.families.base"].add("cleo_rules.pack.templates")
+    try:
+        assert unit("cleo_rules.pack.templates") == "cleo_rules.pack" and unit("cleo_rules.text") == "cleo_rules.text"
+        assert unit("cleo_rules.pack") == "cleo_rules.pack"
+        assert ["cleo_rules.families", "cleo_rules.pack"] in cycles(package_graph())
+        assert cycles() == []  # no cycle of modules: only the packages import each other
+    finally:
+        GRAPH["cleo_rules.families.base"].discard("cleo_rules.pack.templates")
 
 
 def test_the_classifier_never_imports_retrieval_or_an_embedding_model():
@@ -209,7 +249,7 @@ def test_the_walk_knows_no_rule_family():
 def test_a_rule_family_knows_nothing_that_uses_a_pack(module):
     """A family builds rules and lanes; what compiles, judges, caches or serves a pack calls it, never the other way."""
     reached = reach([module])
-    assert sorted(m for m in reached if m.startswith(FAMILIES_NEVER + LAYERS)) == []
+    assert sorted(m for m in reached if any(m == p or m.startswith(p + ".") for p in FAMILIES_NEVER + LAYERS)) == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -272,3 +312,37 @@ def test_the_upward_import_finder_finds_one():
 def test_no_retrieval_function_over_100_lines(module):
     """The store is many small steps: no function of retrieval/ grows past this (most are well under 50)."""
     assert [(name, n) for name, n in _functions(MODULES[module]) if n > 100] == []
+
+
+def _aliases(path: Path) -> list[str]:
+    """A module's second names: a module ``__getattr__`` (names answered from elsewhere), and a module-level
+    ``Old = New`` that binds one more name to a class or function the module defines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
+            found.append(f"{node.lineno}: def __getattr__")
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if "__getattr__" in names or (isinstance(node.value, ast.Name) and node.value.id in defined):
+                found.append(f"{node.lineno}: {', '.join(names)} = {ast.unparse(node.value)}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_keeps_a_second_name(module):
+    """One name for each thing: no shim module, no alias kept after a rename. The package's root alone has a
+    ``__getattr__``, which imports its public names lazily, each under its one name."""
+    found = _aliases(MODULES[module])
+    if module == "cleo_rules":
+        assert [f for f in found if f.endswith(": def __getattr__")] != []
+        found = [f for f in found if not f.endswith(": def __getattr__")]
+    assert found == []
+
+
+def test_the_alias_finder_finds_both_kinds(tmp_path):
+    shim = tmp_path / "shim.py"
+    shim.write_text("class New:\n    pass\n\n\nOld = New\n__getattr__ = lambda name: New\n"
+                    "\n\ndef __getattr__(name):\n    return New\n", encoding="utf-8")
+    assert _aliases(shim) == ["5: Old = New", "6: __getattr__ = lambda name: New", "9: def __getattr__"]

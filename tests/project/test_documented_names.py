@@ -1,5 +1,5 @@
 """Every name the README, SECURITY.md and docs/ tell users to import, or name, is there under its current name; the
-names that were renamed keep working, with a DeprecationWarning that names the new one."""
+names renamed before the first release are gone."""
 
 from __future__ import annotations
 
@@ -55,50 +55,33 @@ def test_a_documented_name_imports_without_a_deprecation(name):
         assert resolve(name) is not None
 
 
-RENAMED = [  # (module, old name, new name)
-    ("cleo_rules.pack.load", "Source", "LoadedFile"),
-    ("cleo_rules.pack.model", "Settings", "PackSettings"),
-    ("cleo_rules.pack.sources", "check_version", "check_pack_version"),
-    ("cleo_rules.corpus.model", "Turn", "CaseTurn"),
+#: the names the package had before its first release, each under its one name since: (module, old name)
+FORMER = [
+    ("cleo_rules.reading.load", "Source"),  # LoadedFile
+    ("cleo_rules.pack.model", "Settings"),  # PackSettings
+    ("cleo_rules.pack.sources", "check_version"),  # check_pack_version
+    ("cleo_rules.reading.validate", "file_kind"),  # cleo_rules.families.family_of_file
+    ("cleo_rules.corpus.model", "Turn"),  # CaseTurn
+    ("cleo_rules.serve.settings", "Settings"),  # ServeSettings
+    ("cleo_rules.serve", "Settings"),
 ]
+#: modules that were renamed or moved before the first release
+FORMER_MODULES = ["cleo_rules.prefilter.index", "cleo_rules.retrieval.index", "cleo_rules.retrieval.indexes",
+                  "cleo_rules.retrieval.schema", "cleo_rules._deprecated", "cleo_rules.retrieval._moved",
+                  "cleo_rules.pack.load", "cleo_rules.pack.flow", "cleo_rules.pack.validate", "cleo_rules.pack.bounds",
+                  "cleo_rules.pack.backtracking"]
 
 
-@pytest.mark.parametrize("module, old, new", RENAMED)
-def test_a_renamed_name_still_imports_and_says_what_to_use(module, old, new):
-    mod = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=f"{module}.{old} is deprecated; use {module}.{new}"):
-        assert getattr(mod, old) is getattr(mod, new)
-    with pytest.warns(DeprecationWarning):
-        exec(f"from {module} import {old}", {})
-    with pytest.raises(AttributeError):
-        getattr(mod, old + "_never_defined")
+@pytest.mark.parametrize("module, old", FORMER)
+def test_a_name_the_package_had_before_its_first_release_is_gone(module, old):
+    """Nothing was released under the old names, so none is kept: one name for each thing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with pytest.raises(AttributeError):
+            getattr(importlib.import_module(module), old)
 
 
-def test_the_old_file_kind_reads_the_bundled_kinds(tmp_path):
-    from cleo_rules.kinds import FileKind
-    from cleo_rules.pack import validate
-    from cleo_rules.pack.load import load_yaml
-
-    path = tmp_path / "x.yaml"
-    path.write_text("kind: corections\n", encoding="utf-8")
-    src, _ = load_yaml(path)
-    assert src is not None
-    with pytest.warns(DeprecationWarning, match="use cleo_rules.families.family_of_file"):
-        file_kind = validate.file_kind
-    kind, (problem,) = file_kind(src)
-    assert kind is None and (problem.code, problem.line, problem.col) == ("E124", 1, 7)
-    assert "did you mean 'corrections'?" in problem.help
-    path.write_text("kind: corrections\n", encoding="utf-8")
-    src, _ = load_yaml(path)
-    assert file_kind(src) == (FileKind.CORRECTIONS, [])
-
-
-def test_the_prefilter_s_old_module_still_imports():
-    from cleo_rules.prefilter import LiteralIndex, scan
-
-    with pytest.warns(DeprecationWarning, match="import LiteralIndex from cleo_rules.prefilter"):
-        from cleo_rules.prefilter.index import LiteralIndex as old  # noqa: F401
-    assert old is LiteralIndex is scan.LiteralIndex
-    index = importlib.import_module("cleo_rules.prefilter.index")
-    with pytest.raises(AttributeError):
-        index.nothing_here  # noqa: B018
+@pytest.mark.parametrize("module", FORMER_MODULES)
+def test_a_module_renamed_before_the_first_release_is_gone(module):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)

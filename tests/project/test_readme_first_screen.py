@@ -10,7 +10,7 @@ import yaml
 
 from cleo_rules import load_pack
 from cleo_rules.cli import main
-from cleo_rules.pack.load import display
+from cleo_rules.reading.load import display
 from cleo_rules.resources import rules_dir
 
 from helpers import ROOT

@@ -504,12 +504,12 @@ def test_the_service_keeps_each_tenants_memory_in_its_own_schema(pg, pg_tenant, 
     from starlette.testclient import TestClient
 
     import cleo_rules.retrieval.embed as embed
-    from cleo_rules.serve import Settings, create_app
+    from cleo_rules.serve import ServeSettings, create_app
 
     monkeypatch.setattr(embed, "Embedder", lambda model=None: ToyEmbedder())
     acme, beta = f"{pg_tenant}-acme", f"{pg_tenant}-beta"
     ndjson = {"Content-Type": "application/x-ndjson"}
-    app = create_app(Settings(memory=pg.url(), watch_interval=0))
+    app = create_app(ServeSettings(memory=pg.url(), watch_interval=0))
     with TestClient(app, base_url="http://127.0.0.1") as client:  # a Host that names this machine
         deadline = time.monotonic() + 90
         while not app.state.service.ready and time.monotonic() < deadline:

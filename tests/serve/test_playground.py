@@ -251,7 +251,7 @@ def test_a_regressions_file_that_cannot_take_a_case_is_left_alone(team):
 
 
 def test_a_regressions_file_at_its_size_limit_is_named_so(team):
-    from cleo_rules.pack.load import MAX_FILE_BYTES
+    from cleo_rules.reading.load import MAX_FILE_BYTES
 
     http, root = team["http"], team["root"]
     path = root / "corpus" / "regressions.yaml"

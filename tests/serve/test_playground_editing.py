@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from cleo_rules import load_pack
-from cleo_rules.pack.load import MAX_FILE_BYTES
+from cleo_rules.reading.load import MAX_FILE_BYTES
 from cleo_rules.resources import rules_dir
 
 from helpers.service import Service

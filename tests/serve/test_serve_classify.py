@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cleo_rules import load_pack
-from cleo_rules.serve import Settings, create_app
+from cleo_rules.serve import ServeSettings, create_app
 from cleo_rules.serve.problems import PROBLEM_TYPES
 
 from helpers.service import Service, metric
@@ -280,7 +280,7 @@ def _validator(doc, name):
 
 
 def test_openapi_lists_exactly_the_routes_served(doc):
-    app = create_app(Settings())
+    app = create_app(ServeSettings())
     served = {(route.path.replace(":path}", "}"), method.lower())
               for route in app.routes for method in route.methods if method != "HEAD"}
     documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
@@ -352,7 +352,7 @@ def test_an_unexpected_error_is_a_500_with_the_request_id_and_no_traceback(caplo
         def classify(self, message, history):
             raise RuntimeError("secret internals")
 
-    app = create_app(Settings(watch_interval=0))
+    app = create_app(ServeSettings(watch_interval=0))
     with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as client:
         service = app.state.service
         deadline = time.monotonic() + 30

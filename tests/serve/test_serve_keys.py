@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from cleo_rules.errors import UsageError
 from cleo_rules.serve.keys import KeyRing, hash_key
-from cleo_rules.serve.settings import Settings, is_loopback, valid_tenant
+from cleo_rules.serve.settings import ServeSettings, is_loopback, valid_tenant
 
 
 def test_a_new_key_is_stored_only_as_its_hash(tmp_path):
@@ -110,4 +110,4 @@ def test_loopback(host, ok):
                                            ({"max_history": -1}, "max_history")])
 def test_impossible_settings(changes, says):
     with pytest.raises(ValueError, match=says):
-        Settings(**changes)
+        ServeSettings(**changes)

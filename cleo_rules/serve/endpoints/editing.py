@@ -90,7 +90,7 @@ async def file_text(request: Request) -> Response:
 
 async def edit_file(request: Request) -> Response:
     from ...editing import EditConflict, edit_file as edit
-    from ...pack.load import MAX_FILE_BYTES
+    from ...reading.load import MAX_FILE_BYTES
 
     service = admit(request)
     _writable(service, request)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import regex
 
-from cleo_rules.pack.backtracking import probe, static_risk
+from cleo_rules.reading.backtracking import probe, static_risk
 
 
 @pytest.mark.parametrize("pattern, why", [

@@ -26,7 +26,6 @@ from typing import Any
 
 import yaml
 
-from .._deprecated import moved
 from ..errors import Problem
 from ..memo import Memo
 from . import flow
@@ -378,7 +377,3 @@ def display(path) -> str:
     except ValueError:  # another drive
         return str(path)
     return rel if not rel.startswith("..") else str(path)
-
-
-#: ``Source``, as this class was named, is :class:`LoadedFile` (``cleo_rules.kinds.Source`` is a stored item's origin).
-__getattr__ = moved(__name__, {"Source": "LoadedFile"})

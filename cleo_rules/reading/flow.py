@@ -14,7 +14,7 @@ only double-quoted strings without escapes, line breaks or tabs, separated by
 commas, spaces and newlines), reads their strings and positions with one
 regular expression, and blanks their insides (:func:`blank`) so the full
 loader parses the rest of the file with every later line and column where it
-was. :func:`cleo_rules.pack.load.parse_yaml` then puts the strings back into
+was. :func:`cleo_rules.reading.load.parse_yaml` then puts the strings back into
 the sequences the loader found at those ``[`` positions.
 
 It is exact or it is not used: a match is used only when the loader, on the

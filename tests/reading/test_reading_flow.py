@@ -1,4 +1,4 @@
-"""Long flow sequences of strings read by ``pack/flow.py``: the same documents, positions and errors as the loader.
+"""Long flow sequences of strings read by ``reading/flow.py``: the same documents, positions and errors as the loader.
 
 ``parse_yaml`` reads a file's long flow sequences of plain strings itself and
 lets the YAML loader read the rest; ``min_flow_items`` huge turns that off,
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleo_rules.memo import clear_memos
-from cleo_rules.pack import flow, load
-from cleo_rules.pack.load import MAX_DEPTH, parse_yaml
+from cleo_rules.reading import flow, load
+from cleo_rules.reading.load import MAX_DEPTH, parse_yaml
 from cleo_rules.resources import rules_dir
 
 NEVER = 10 ** 9  # min_flow_items that leaves every sequence to the loader

@@ -1,15 +1,16 @@
 """Schema validation and lints, with every problem placed.
 
 jsonschema reports where in the *document* a problem is (``absolute_path``);
-:class:`~cleo_rules.pack.load.LoadedFile` knows where each document value sits in
+:class:`~cleo_rules.reading.load.LoadedFile` knows where each document value sits in
 the *file*. Joining the two gives ``file:line:col``, the JSON pointer and the
 rule id for every finding. Messages are rewritten for people, with one line
 of help each; the most relevant (jsonschema's ``relevance``) come first.
 
-The lints read one value at a time: a query template (:func:`lint_combine`)
-and a pattern (:func:`lint_pattern`: compiled, with its control characters,
-named groups, empty matches and backtracking judged). Names follow one
-convention: ``find_*`` and ``lint_*`` return problems, ``check_*`` raise.
+The lint reads one pattern (:func:`lint_pattern`: its size before it is
+compiled, its control characters, named groups, empty matches and
+backtracking judged); a pack's templates are linted where they are read
+(:mod:`cleo_rules.pack.templates`). Names follow one convention: ``find_*``
+and ``lint_*`` return problems, ``check_*`` raise.
 """
 
 from __future__ import annotations
@@ -28,12 +29,10 @@ from jsonschema.exceptions import relevance
 from jsonschema.protocols import Validator
 
 from .. import timed
-from .._deprecated import moved
 from ..errors import Problem
 from ..kinds import FileKind
 from ..resources import schemas_dir
 from . import backtracking, bounds
-from .templates import QUERY_FIELDS, template_faults
 from ..memo import Memo
 from .load import LoadedFile, pointer_join
 
@@ -197,7 +196,7 @@ def find_schema_problems(source: LoadedFile, schema: str | Mapping) -> list[Prob
 
 
 #: the findings of a bundled schema on a document, by the document's identity: a document the loader remembers
-#: (:func:`~cleo_rules.pack.load.parse_yaml`) is checked once, however often the file is read
+#: (:func:`~cleo_rules.reading.load.parse_yaml`) is checked once, however often the file is read
 _checked = Memo(256)
 
 
@@ -218,24 +217,6 @@ def read_kind(source: LoadedFile, known: Sequence[str]) -> tuple[str | None, lis
         return None, [source.problem("E124", f"unknown file kind {kind!r}", "/kind",
                                      help=f"{hint}kinds: {', '.join(known)}", rank=5)]
     return kind, []
-
-
-def _file_kind(source: LoadedFile) -> tuple[FileKind | None, list[Problem]]:
-    """:func:`read_kind` among the bundled families' kinds (what ``file_kind`` was)."""
-    kind, problems = read_kind(source, tuple(FileKind))
-    return (None if kind is None else FileKind(kind)), problems
-
-
-def lint_combine(source: LoadedFile, template: str, key: str = "combine",
-                  required: tuple[str, ...] = ("anchor", "message")) -> list[Problem]:
-    """A query template (``settings.<key>``) uses only plain {anchor}, {referent} and {message}, and all of
-    ``required`` (:func:`.templates.template_faults`: no format spec, conversion, attribute or index)."""
-    ptr = f"/settings/{key}"
-    help = "use {anchor}, {referent} and {message}, written plainly; write {{ or }} for a literal brace"
-    return [source.problem("E137", f"{key} template {fault}", ptr,
-                           help=f"this query needs {' and '.join('{' + r + '}' for r in required)}"
-                           if fault.startswith("lacks") else help)
-            for fault in template_faults(template, QUERY_FIELDS, required)]
 
 
 # What a control character in a pattern most likely came from: YAML double quotes read these escapes.
@@ -328,8 +309,3 @@ def _risk(pattern: str, compiled) -> str | None:
 
 #: the backtracking verdict of each pattern linted, by its text (at most 4 MiB of patterns)
 _risks = Memo(4 << 20)
-
-
-#: ``file_kind`` (``cleo_rules.retrieval.schema`` has its own, of a stored file's mode) is :func:`read_kind`, which
-#: takes the kinds the registry knows (:func:`cleo_rules.families.kinds`).
-__getattr__ = moved(__name__, {"file_kind": ("_file_kind", "use cleo_rules.families.family_of_file")})
