@@ -67,7 +67,7 @@ def test_an_unresolved_follow_up_in_a_task_conversation_carries_the_replys_openi
 
 
 def test_the_reply_part_is_capped_at_reply_max_words(pack_copy):
-    pack_copy.replace("pack.yaml", "reply_max_words: 150", "reply_max_words: 4")
+    pack_copy.replace("pack.yaml", "reply_max_words: 100", "reply_max_words: 4")
     capped = load_pack(pack_copy.dir)
     d = capped.classify("Tell me more.", QUOTES)
     assert [p.text for p in d.parts if p.name == "reply"] == ["Hadley quotes 2,140 a"]
@@ -87,9 +87,9 @@ def test_a_passage_restates_its_subject_so_the_anchor_is_left_out(pack_copy):
     d = PACK.classify("What makes it so efficient?", history)
     assert d.kind == "follow_up" and [p.name for p in d.parts if p.name in ("anchor", "topic")] == []
     assert [p.name for p in d.parts][-2:] == ["message", "reply"]
-    short = ["How do heat pumps work?", {"role": "assistant", "content": " ".join(PASSAGE.split()[:40])}]
+    short = ["How do heat pumps work?", {"role": "assistant", "content": " ".join(PASSAGE.split()[:30])}]
     assert "anchor" in [p.name for p in PACK.classify("What makes it so efficient?", short).parts]
-    pack_copy.replace("pack.yaml", "long_reply_words: 60", "long_reply_words: 0")
+    pack_copy.replace("pack.yaml", "long_reply_words: 40", "long_reply_words: 0")
     kept = load_pack(pack_copy.dir).classify("What makes it so efficient?", history)
     assert [p.name for p in kept.parts][0] == "anchor"
 

@@ -94,7 +94,7 @@ def test_each_part_is_traced_with_where_it_came_from():
     parts = json.loads(db[TABLE].get(tid)["parts"])
     assert [p["name"] for p in parts] == ["anchor", "referent", "message"]
     assert parts[0]["text"] == "Compare the two van insurance quotes" and parts[0]["source"] == "user"
-    assert parts[1] | {"span": None} == {"name": "referent", "text": "Cresswell", "source": "assistant", "turn": 1,
+    assert parts[1] | {"span": None} == {"name": "referent", "text": "Cresswell quotes 1,865", "source": "assistant", "turn": 1,
                                          "index": 1, "span": None, "rule": "referent.position"}
     redacted = Tracer(SqliteTraces(db), redact=True)
     row = redacted.row(time="t", decision=d, results=[], timings=TIMINGS, k=5)

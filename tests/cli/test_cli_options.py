@@ -138,7 +138,7 @@ def test_H_gives_the_assistants_reply_to_the_rule_commands(command, capsys):
     assert exc.value.code == 0
     doc = json.loads(capsys.readouterr().out)
     decision = doc if command == "classify" else doc["decision"]
-    assert decision["query"] == "Compare the two van insurance quotes\nCresswell\nYes, go with the second one."
+    assert decision["query"] == "Compare the two van insurance quotes\nCresswell 1,865\nYes, go with the second one."
 
 
 words = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -135,8 +135,8 @@ def test_classify_takes_the_assistants_reply_and_shows_where_the_referent_came_f
     result = run("classify", "Yes, go with the second one.", "-H", "Compare the two van insurance quotes",
                  "-H", "assistant: Hadley quotes 2,140 a year and Cresswell 1,865.")
     assert result.exit_code == 0
-    assert "referent: Cresswell  (from assistant turn 1, 31..40, by referent.position)" in result.output
-    assert ("query:   Compare the two van insurance quotes\n         Cresswell\n         Yes, go with the second one."
+    assert "referent: Cresswell 1,865  (from assistant turn 1, 31..46, by referent.position)" in result.output
+    assert ("query:   Compare the two van insurance quotes\n         Cresswell 1,865\n         Yes, go with the second one."
             in result.output)
     as_user = run("classify", "Yes, go with the second one.", "-H", "user: assistant: says hello")
     assert "anchor:  assistant: says hello" in as_user.output

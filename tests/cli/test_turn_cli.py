@@ -106,7 +106,7 @@ def test_H_assistant_is_the_assistants_reply(store_dir, capsys, monkeypatch):
                       {"role": "assistant", "content": "Hadley quotes 2,140 a year and Cresswell 1,865."}]]
     row = json.loads(out)
     assert (row["kind"], row["query"]) == ("follow_up",
-                                           "Compare the two van insurance quotes\nCresswell\nYes, go with the second one.")
+                                           "Compare the two van insurance quotes\nCresswell 1,865\nYes, go with the second one.")
 
 
 def test_no_trace(tmp_path, capsys, monkeypatch, embedder):

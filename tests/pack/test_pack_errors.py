@@ -320,11 +320,11 @@ def test_head_in_must_name_a_set_of_the_lexicon(pack_copy):
 
 
 def test_a_referent_example_that_finds_another_referent_is_located(pack_copy):
-    pack_copy.replace("referents.yaml", 'referent: "Cresswell"', 'referent: "Hadley"')
+    pack_copy.replace("referents.yaml", 'referent: "Cresswell quotes 1,865 with a 500 excess"', 'referent: "Hadley"')
     with pytest.raises(PackError) as err:
         load_pack(pack_copy.dir)
     (p,) = [p for p in err.value.problems if p.code == "E145"]
-    assert p.rule == "referent.position" and "should find 'Hadley'" in p.message and "'Cresswell'" in p.message
+    assert p.rule == "referent.position" and "should find 'Hadley'" in p.message and "'Cresswell quotes 1,865" in p.message
     assert p.file.endswith("referents.yaml")
     lines = pack_copy.read("referents.yaml").splitlines()
     assert lines[p.line - 1].strip().startswith("- message:")  # the example itself
@@ -342,4 +342,4 @@ def test_a_referent_counterexample_that_finds_something_by_its_rule_is_located(p
     with pytest.raises(PackError) as err:
         load_pack(pack_copy.dir)
     (p,) = [p for p in err.value.problems if p.code == "E146"]
-    assert p.rule == "referent.position" and "finds 'Cresswell' by this rule" in p.message
+    assert p.rule == "referent.position" and "finds 'Cresswell quotes 1,865' by this rule" in p.message
