@@ -246,10 +246,9 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
         anchor = None  # a passage restates its own subject; the anchor asked about an earlier one
     if anchor is not None:
         if referent is None or referent.rule is None or seeking or referent.index == anchor.index:
-            parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
-                              (0, len(anchor.content)), None))
+            parts.append(_anchor_part(anchor))
         else:  # an option found in the reply qualifies what the anchor names; its request words are left out
-            part = _subject(matcher.referents, anchor, settings.max_scan_chars, referent.text)
+            part = _subject(matcher.referents, anchor, referent.text)
             if part is not None:
                 parts.append(part)
     if seeking and "topic" in fields and not passage:
@@ -283,7 +282,12 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
 
 
-def _subject(finder, anchor, max_chars: int, referent: str) -> Part | None:
+def _anchor_part(anchor) -> Part:
+    """The whole anchor, a user turn, as the part ``anchor``."""
+    return Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index, (0, len(anchor.content)), None)
+
+
+def _subject(finder, anchor, referent: str) -> Part | None:
     """The part of a task conversation's anchor that says what the user asked about, beside an option found in
     the reply: the things it names ("Show me flights to Lisbon on Monday": "Lisbon"), not its request words nor
     its head noun, which would pull the search towards every reply to the request (the option found is an
@@ -291,7 +295,6 @@ def _subject(finder, anchor, max_chars: int, referent: str) -> Part | None:
     ``referent`` does not name already."""
     from .values import bare_value
 
-    del max_chars  # the finder reads a turn as far as the pack's max_scan_chars
     found = [n for n in finder.mentions(anchor)
              if not bare_value(n.text, finder.time_words) and not _named_in(finder, n.text, referent)]
     if not found:
@@ -322,16 +325,17 @@ def _option_tokens(text: str, function_words) -> set[str]:
     return {t for t in _VALUE_TOKEN.findall(text.lower()) if t not in function_words}
 
 
+def _named_by(finder, options, said: set[str]) -> list:
+    """The ``options`` that ``said`` (words and values) names by a word or value no other option has."""
+    keys = [_option_tokens(o.text, finder.function_words) for o in options]
+    return [options[i] for i, own in enumerate(keys)
+            if (own - set().union(*(k for j, k in enumerate(keys) if j != i))) & said]
+
+
 def _named_option(finder, normalized: str, options):
     """The one offered option the message names by a word or value no other option has ("the 8:40", "the
     Thursday one"), or None."""
-    said = _option_tokens(normalized, finder.function_words)
-    keys = [_option_tokens(o.text, finder.function_words) for o in options]
-    named = []
-    for i, own in enumerate(keys):
-        others = set().union(*(k for j, k in enumerate(keys) if j != i))
-        if (own - others) & said:
-            named.append(options[i])
+    named = _named_by(finder, options, _option_tokens(normalized, finder.function_words))
     return named[0] if len(named) == 1 else None
 
 
@@ -349,13 +353,7 @@ def _rejected(finder, normalized: str, history) -> list[str]:
     refused = {w for m in _NEGATION.finditer(normalized) for w in _option_tokens(m.group(1), finder.function_words)}
     if not refused:
         return []
-    keys = [_option_tokens(o.text, finder.function_words) for o in options]
-    out = []
-    for i, own in enumerate(keys):
-        others = set().union(*(k for j, k in enumerate(keys) if j != i))
-        if (own - others) & refused:
-            out.append(options[i].text)
-    return out
+    return [o.text for o in _named_by(finder, options, refused)]
 
 
 def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):
@@ -384,8 +382,7 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
         anchor = matcher.anchor(history)
         if anchor is None:
             return as_typed
-        request = (Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index, (0, len(anchor.content)),
-                        None), Part("message", message, "message"))
+        request = (_anchor_part(anchor), Part("message", message, "message"))
         return render(settings.combine_correction, anchor=anchor.content, message=message), request, None
     said, options = offer
     choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
@@ -400,14 +397,13 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
     parts: list[Part] = []
     anchor = matcher.anchor(history)
     if anchor is not None and not _names_any(anchor.content, rejected):
-        parts.append(Part("anchor", anchor.content, anchor.role, anchor.turn, anchor.index,
-                          (0, len(anchor.content)), None))
+        parts.append(_anchor_part(anchor))
     if found is not None:
         parts.append(Part("referent", found.text, found.said.role, found.said.turn, found.said.index, found.span,
                           found.rule))
     else:
         parts.append(Part("message", message, "message"))
-    if not parts or (len(parts) == 1 and parts[0].name == "message"):
+    if len(parts) == 1 and parts[0].name == "message":  # parts holds the referent or the message
         return as_typed
     query = render(settings.combine_correction, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(QUERY_PARTS)}
