@@ -42,8 +42,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +53,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import httpx  # noqa: E402
 
-from bench_serve import free_port, load, percentile, workload  # noqa: E402
+from bench_serve import ServeProcess, free_port, load, percentile, workload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "cleo_rules" / "data" / "sample_memory.jsonl"
@@ -86,47 +84,17 @@ def children(pid: int) -> list[int]:
     return found
 
 
-class Replica:
+class Replica(ServeProcess):
     """``cleo-rules serve --memory URL`` on a free loopback port, stopped by its pid."""
 
     def __init__(self, name: str, memory: str, tmp: Path, queue: int):
-        self.name = name
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp / f"{name}.log"
-        self._log = open(self.log_path, "wb")
         # the ingest that fills the tenants is set-up, not what is measured: at the default bulk priority
         # (nice 19) it waits for the cores as long as anything else on the machine wants them
         env = {**os.environ, "CLEO_EMBED_BULK_NICE": "0"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "serve", "--memory", memory,
-                                      "--port", str(self.port), "--queue", str(queue)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-
-    def wait_ready(self, timeout: float = 300.0) -> None:
-        deadline = time.perf_counter() + timeout
-        while time.perf_counter() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"{self.name} exited: {self.log_path.read_text()}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise SystemExit(f"{self.name} was not ready in {timeout:.0f} s")
+        super().__init__(name, ["--memory", memory, "--queue", str(queue)], tmp, ROOT, env)
 
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.proc.pid)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self._log.close()
 
 
 class Database:

@@ -391,21 +391,18 @@ CHAT, BULK = "chat", "bulk"
 _EMBED = re.compile(r"\bembed;dur=([\d.]+)")
 
 
-class Served:
-    """``cleo-rules serve --memory`` of one checkout (its own code: run from its directory), on a free port."""
+class ServeProcess:
+    """``cleo-rules serve`` started with ``args`` on a free loopback port, its output in ``<tmp>/<name>.log``, ready
+    when ``/readyz`` answers 200, stopped by its pid."""
 
-    def __init__(self, name: str, code: Path, tmp: Path):
-        self.name, self.code = name, code
+    def __init__(self, name: str, args: list[str], tmp: Path, cwd: Path, env: dict):
+        self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / f"{name.replace(' ', '-')}.log"
         self._log = open(self.log_path, "wb")
-        env = {**os.environ, "PYTHONPATH": str(code)}
-        self.imports = subprocess.run([sys.executable, "-c", "import cleo_rules; print(cleo_rules.__file__)"],
-                                      cwd=code, env=env, capture_output=True, text=True, check=True).stdout.strip()
-        self.proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "serve", "--memory",
-                                      str(tmp / f"memory-{self.port}"), "--port", str(self.port)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=code, env=env)
+        self.proc = subprocess.Popen([sys.executable, "-m", "cleo_rules", "serve", *args, "--port", str(self.port)],
+                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
 
     def wait_ready(self, timeout: float = 300.0) -> None:
         deadline = time.perf_counter() + timeout
@@ -429,6 +426,18 @@ class Served:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
         self._log.close()
+
+
+class Served(ServeProcess):
+    """``cleo-rules serve --memory`` of one checkout (its own code: run from its directory), on a free port."""
+
+    def __init__(self, name: str, code: Path, tmp: Path):
+        self.code = code
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        self.imports = subprocess.run([sys.executable, "-c", "import cleo_rules; print(cleo_rules.__file__)"],
+                                      cwd=code, env=env, capture_output=True, text=True, check=True).stdout.strip()
+        memory = tmp / f"memory-{name.replace(' ', '-')}"
+        super().__init__(name, ["--memory", str(memory)], tmp, code, env)
 
 
 def big_ingest(mb: float) -> tuple[bytes, int]:
