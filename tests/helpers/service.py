@@ -122,3 +122,15 @@ def metric(text: str, name: str, **labels) -> float:
         if got == want:
             return float(value)
     return 0.0
+
+
+def eventually(predicate, timeout: float):
+    """``predicate()``'s first true value, asked every 50 ms until ``timeout`` seconds have passed (then the test
+    fails): for what a running service does on its own time (a reload, a log line)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")

@@ -10,7 +10,7 @@ import json
 import re
 import shutil
 import struct
-import time
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -23,7 +23,7 @@ from cleo_rules.resources import corpus_dir, rules_dir
 from cleo_rules.serve.playground import ASSETS, CSP
 
 from helpers import ROOT
-from helpers.service import Service
+from helpers.service import Service, eventually as eventually_within
 
 STATIC = ROOT / "cleo_rules" / "serve" / "static"
 JSON = {"Content-Type": "application/json"}
@@ -31,14 +31,7 @@ HISTORY = ["Which van insurer covers tools left in the van overnight?",
            {"role": "assistant", "content": "Two do: Brightline Commercial and Zego Van. Brightline is cheaper."}]
 
 
-def eventually(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
+eventually = partial(eventually_within, timeout=30.0)
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from helpers import PACKS
-from helpers.service import Service, metric
+from helpers.service import Service, metric, eventually as eventually_within
 
 JSON = {"Content-Type": "application/json"}
 HISTORY = ["Which van insurer should we use?"]
@@ -27,14 +28,7 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def eventually(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
+eventually = partial(eventually_within, timeout=15.0)
 
 
 def classify(http, message, history=HISTORY):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -23,7 +23,7 @@ import pytest
 from cleo_rules.serve.keys import KeyRing
 
 from helpers import MINI
-from helpers.service import Service, metric
+from helpers.service import Service, metric, eventually as eventually_within
 
 pytestmark = pytest.mark.model
 
@@ -51,14 +51,7 @@ def replace(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def eventually(predicate, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
+eventually = partial(eventually_within, timeout=20.0)
 
 
 class Replica:
