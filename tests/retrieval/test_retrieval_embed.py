@@ -77,8 +77,10 @@ def test_a_damaged_shipped_model_is_refused_at_load(tmp_path, monkeypatch):
     (copy / "model.onnx").write_bytes(bytes(data))
     monkeypatch.setattr(onnx_backend, "bundled_model_dir", lambda: copy)
     fresh = Embedder()
-    with pytest.raises(StoreError, match=r"embedding model .*model.onnx is damaged or was replaced: its sha256 is "):
+    damaged = r"embedding model .*model.onnx is damaged or was replaced: its sha256 is "
+    with pytest.raises(StoreError, match=damaged) as caught:
         fresh.encode(["x"])
+    assert str(caught.value).endswith("; reinstall the model: pip install --force-reinstall cleo-rules-minilm==0.1.0")
     assert not fresh.loaded
     (copy / "model.onnx").write_bytes((SHIPPED / "model.onnx").read_bytes())
     (copy / "tokenizer.json").write_text("{}", encoding="utf-8")
