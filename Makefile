@@ -9,12 +9,16 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch goes in first, pinned, so the [reference] extra's lower bound
 # (torch>=2.13) is already met and pip never pulls a multi-GB CUDA build. The [memory]
 # extra itself embeds with ONNX Runtime and needs no torch; the development environment
-# has the reference backend too (tests and benchmarks compare the two).
-$(STAMP): pyproject.toml
+# has the reference backend too (tests and benchmarks compare the two). The embedding model is
+# the package of models/cleo-rules-minilm (the [memory] extra's exact pin on it): installed
+# editable in the same pip command, so pip takes the checkout's own for that pin.
+MODEL := models/cleo-rules-minilm
+
+$(STAMP): pyproject.toml $(MODEL)/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[memory,reference,postgres,test,bench,serve,langchain,llama-index]"
+	$(BIN)/pip install --quiet -e ./$(MODEL) -e ".[memory,reference,postgres,test,bench,serve,langchain,llama-index]"
 	touch $(STAMP)
 
 setup: $(STAMP)

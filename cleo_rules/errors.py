@@ -183,6 +183,6 @@ class MissingExtra(CleoError):
 
     code = "E002"
 
-    def __init__(self, extra: str = "memory", what: str = "memory store"):
-        super().__init__(f"the {what} needs the [{extra}] extra: pip install 'cleo-rules[{extra}]'")
+    def __init__(self, extra: str = "memory", what: str = "memory store", *, message: str | None = None):
+        super().__init__(message or f"the {what} needs the [{extra}] extra: pip install 'cleo-rules[{extra}]'")
         self.extra = extra

