@@ -98,7 +98,7 @@ def rewrite(text: str, new_table: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--print", dest="only_print", action="store_true", help="print the table, leave README.md")
     ap.add_argument("--no-embed", action="store_true", help="leave out the figures that embed (eval_retrieval.py)")
     args = ap.parse_args(argv)
