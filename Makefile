@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test check typecheck docs bench clean
+.PHONY: setup browser demo test check typecheck docs bench figures clean
 
 # The CPU build of torch goes in first, pinned, so the [reference] extra's lower bound
 # (torch>=2.13) is already met and pip never pulls a multi-GB CUDA build. The [memory]
@@ -59,6 +59,10 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/run_all.py
+
+# The README's headline figures table, rewritten from measurements (takes minutes: eval_retrieval.py embeds).
+figures: $(STAMP)
+	HF_HUB_OFFLINE=1 CLEO_EMBED_THREADS=1 $(BIN)/python bench/figures.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -4,7 +4,7 @@ Run with that venv's Python, outside the checkout: the playground answers on loo
 ``cleo-rules playground --port 0``, which prints the port it got, and stopped by its pid), and shows
 a team pack built on cleo-en (.ci/team_pack.py) with the pack each rule comes from, and both
 adapters shape the query they pass to a small in-memory retriever, and search nothing on a skipped
-turn. Exits non-zero, saying what failed, otherwise.
+turn; the README's LangChain and LlamaIndex examples run as written. Exits non-zero, saying what failed, otherwise.
 """
 
 from __future__ import annotations
@@ -157,6 +157,25 @@ def llama_index(expected):
     print(f"llama-index: asked {base.asked[0]!r}; a skipped turn asked nothing")
 
 
+def readme_examples():
+    """The README's LangChain and LlamaIndex examples as written, each in a fresh interpreter of this venv, outside
+    the checkout; the LangChain one with numpy made unimportable, as with the [langchain] extra alone."""
+    import tempfile
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for heading, no_numpy in (("### LangChain", True), ("### LlamaIndex", False)):
+        code = re.search(r"```python\n(.*?)```", readme[readme.index(heading):], re.S).group(1)
+        with tempfile.TemporaryDirectory() as tmp:
+            script = Path(tmp) / "example.py"
+            script.write_text(code, encoding="utf-8")
+            guard = "import sys; sys.modules['numpy'] = None; " if no_numpy else ""
+            run = f"{guard}import runpy; runpy.run_path({str(script)!r}, run_name='__main__')"
+            done = subprocess.run([sys.executable, "-c", run], cwd=tmp, capture_output=True, text=True, timeout=120)
+        check(done.returncode == 0 and done.stdout.startswith("follow_up "),
+              f"README {heading[4:]} example: exit {done.returncode}\n{done.stdout}{done.stderr}")
+        print(f"README {heading[4:]} example: {done.stdout.strip()}")
+
+
 def main():
     check("site-packages" in cleo_rules.__file__, f"cleo_rules comes from {cleo_rules.__file__}, not the wheel")
     expected = cleo_rules.load_pack().classify(MESSAGE, HISTORY)
@@ -165,6 +184,7 @@ def main():
     composed_playground()
     langchain(expected)
     llama_index(expected)
+    readme_examples()
     check("torch" not in sys.modules, "torch was imported")
 
 

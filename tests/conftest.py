@@ -69,7 +69,7 @@ SLOW_FILES = (
     "test_hostile_clients_bounds.py", "test_hostile_store.py", "test_postgres_store.py", "test_packaging.py",
     "test_playground_browser.py", "test_runtime_cache.py", "test_precommit_hook.py",
     "test_hostile_pack_mutations.py", "test_memory_backends.py", "test_embedding_provenance.py",
-    "test_runtime_busy.py", "test_hostile_clients_postgres.py",
+    "test_runtime_busy.py", "test_hostile_clients_postgres.py", "test_readme_examples.py",
 )
 
 

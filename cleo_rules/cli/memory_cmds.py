@@ -45,6 +45,7 @@ def memory():
     \b
     Example:
       cleo-rules memory ingest --db mem/ --sample
+      cleo-rules memory sample > sample_memory.jsonl
       cleo-rules memory search --db mem/ "van insurance excess" --k 3
       cleo-rules memory stats --db 'postgresql://cleo@db.internal/cleo?tenant=acme'
     """
@@ -119,6 +120,23 @@ def ingest(db, file, sample, strict, batch_size, chunk_size, chunk_overlap, chun
     embed = report.timings.get("embed", 0.0)
     rate = report.items / report.seconds if report.seconds else 0.0
     click.echo(f"{report.summary()}; {report.seconds:.2f} s ({embed:.2f} s embedding), {rate:.0f} items/s")
+
+
+@memory.command()
+def sample():
+    """Print the bundled sample memory (JSON Lines, the ingest format) on stdout.
+
+    The file `memory ingest --sample` reads, for a client of the service
+    to send to POST /v1/tenants/{tenant}/memory, or to edit into a memory
+    of its own. Needs no extra: nothing is embedded or opened.
+
+    \b
+    Example:
+      cleo-rules memory sample > sample_memory.jsonl
+    """
+    from ..resources import data_dir
+
+    click.get_binary_stream("stdout").write((data_dir() / "sample_memory.jsonl").read_bytes())
 
 
 @memory.command()

@@ -50,7 +50,7 @@ def db(sample_db, tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize("command", [[], ["ingest"], ["search"], ["stats"], ["rebuild"], ["delete"]])
+@pytest.mark.parametrize("command", [[], ["ingest"], ["search"], ["stats"], ["rebuild"], ["delete"], ["sample"]])
 def test_every_command_has_help_with_an_example(capsys, command):
     code, out, _ = run(capsys, "memory", *command, "--help")
     assert code == 0 and "Example:" in out and "cleo-rules memory" in out
@@ -105,6 +105,17 @@ def test_commands_that_do_not_embed_load_no_embedding_runtime(db, argv):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_sample_writes_out_the_bundled_sample_memory_without_the_memory_extra(tmp_path):
+    """`memory sample > FILE` gives a client of the service the file `ingest --sample` reads, byte for byte; it
+    imports none of the [memory] extra's packages, so a core or [serve] install can run it."""
+    code = ("import sys\nfor m in ('numpy', 'hnswlib', 'onnxruntime', 'tokenizers', 'torch', 'sqlite_utils'):\n"
+            "    sys.modules[m] = None\nfrom cleo_rules.cli import main\nmain(['memory', 'sample'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == (data_dir() / "sample_memory.jsonl").read_bytes()
+    assert done.stderr == b""
 
 
 def test_rebuild_and_damaged_index_warning(capsys, db):

@@ -31,6 +31,7 @@ from cleo_rules.context import build_context
 from cleo_rules.resources import data_dir
 from cleo_rules.serve.keys import KeyRing
 
+from helpers.readme import example_env
 from helpers.service import ROOT, Service, metric
 
 pytestmark = pytest.mark.model
@@ -426,13 +427,16 @@ def test_the_readme_node_example_runs_against_the_service(world, tmp_path):
     assert failed.returncode != 0 and "401 A valid key is needed" in failed.stderr
 
 
-def test_the_readme_curl_examples_run_against_the_service(world):
+def test_the_readme_curl_examples_run_against_the_service(world, tmp_path):
     assert shutil.which("curl")
     commands = _readme_block("sh", "From the shell").replace("\\\n", " ").strip().splitlines()
-    assert len(commands) == 3
-    env = {**os.environ, "CLEO_URL": world["svc"].url, "CLEO_KEY": world["acme"].key}
-    outputs = [json.loads(subprocess.run(["bash", "-c", c], capture_output=True, text=True, env=env, cwd=ROOT,
-                                         timeout=60, check=True).stdout) for c in commands]
+    assert len(commands) == 4 and commands[0] == "cleo-rules memory sample > sample_memory.jsonl"
+    # outside the checkout, as a client of the service runs them: the sample comes from the command
+    env = example_env(tmp_path, CLEO_URL=world["svc"].url, CLEO_KEY=world["acme"].key)
+    run = [subprocess.run(["bash", "-c", c], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+                          check=True).stdout for c in commands]
+    assert run[0] == "" and (tmp_path / "sample_memory.jsonl").read_bytes() == SAMPLE.read_bytes()
+    outputs = [json.loads(out) for out in run[1:]]
     assert outputs[0]["unchanged"] + outputs[0]["added"] + outputs[0]["updated"] == world["ingested"]["added"]
     assert outputs[1]["kind"] == "follow_up" and outputs[1]["anchor"] == HISTORY[0]
     assert outputs[2]["kind"] == "follow_up" and len(outputs[2]["results"]) == 3
