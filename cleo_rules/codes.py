@@ -177,8 +177,9 @@ _ALL = [
     _c("E135", "pack", "a counterexample fires its rule",
        "counterexample {message} {outcome}",
        "narrow the pattern, or take the word out of the vocabulary"),
-    _c("E136", "pack", "a correction's request form does not classify follow_up",
-       "request form {message} must classify follow_up, but it is {outcome}",
+    _c("E136", "pack", "a correction's request form is a correction (or, given with a history, no follow-up "
+                       "after it)",
+       "request form {message} is a correction: it is {outcome}",
        "a request ('try that one') is not a correction: narrow the correction pattern"),
     _c("E137", "pack", "a query template (combine, combine_resolved) is malformed or lacks a part it needs",
        "{key} template {detail}",

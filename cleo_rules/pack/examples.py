@@ -1,7 +1,9 @@
 """A pack's own examples, counterexamples and request forms, checked against the compiled pack.
 
 Every example must fire its rule (a referent rule's: find its referent),
-every counterexample and request form must not; each failure is a problem
+every counterexample must not, and no request form may be a correction (judged
+with no conversation before it; one given with a ``history`` must be a
+follow-up after it); each failure is a problem
 placed at the example in its rule file (from the sources the pack keeps, so
 nothing is read again), with help that says why it fails, from the same walk
 ``explain`` records (:func:`example_miss`).
@@ -124,11 +126,19 @@ def _rule_example_problems(pack: Pack, rule) -> list[Problem]:
                                         pointer_join(pointer_join(base, "counterexamples"), j), rule=rule.id, rank=8,
                                         help="narrow the pattern (word boundaries, required words) or remove the "
                                              "counterexample"))
-    for j, msg in enumerate(getattr(rule, "request_forms", ())):
-        d = pack.classify(msg)
-        if d.kind != DecisionKind.FOLLOW_UP or d.rule == rule.id:
-            problems.append(src.problem("E136", f"request form {msg!r} must classify follow_up, but it is {said(d)}",
-                                        pointer_join(pointer_join(base, "request_forms"), j), rule=rule.id, rank=7,
-                                        help="a request ('try that one') is not a correction: narrow the correction "
-                                             "pattern, or add the request's words to the vocabulary"))
+    for j, item in enumerate(getattr(rule, "request_forms", ())):
+        msg, history = example_case(item)
+        d = pack.classify(msg, history)
+        where = pointer_join(pointer_join(base, "request_forms"), j)
+        if d.kind == DecisionKind.CORRECTION:
+            problems.append(src.problem("E136", f"request form {msg!r} is a correction: it is {said(d)}"
+                                        + (f" on {d.matched!r}" if d.matched else ""), where, rule=rule.id, rank=7,
+                                        help="a request ('try that one') is not a correction: narrow the "
+                                             "correction pattern (or its guards) so the request is left alone"))
+        elif history and d.kind != DecisionKind.FOLLOW_UP:
+            problems.append(src.problem("E136", f"request form {msg!r} must classify follow_up after its history, "
+                                        f"but it is {said(d)}", where, rule=rule.id, rank=7,
+                                        help="with a history the request must be searched with what came before: "
+                                             "add its words to the vocabulary or a follow-up pattern, or give it "
+                                             "as a plain string to assert only that it is no correction"))
     return problems
