@@ -20,7 +20,7 @@ from ..kinds import DecisionKind, RuleKind
 from ..reading.load import pointer_join
 from .model import Pack
 
-__all__ = ["example_case", "example_miss", "find_example_problems"]
+__all__ = ["example_case", "example_miss", "find_example_problems", "rule_example_problems"]
 
 
 def _order(pack: Pack, rule_id: str) -> int:
@@ -81,9 +81,14 @@ def find_example_problems(pack: Pack) -> list[Problem]:
     problems = []
     every, listed = pack.all_rules(), len(pack.rules)
     for rule in every[listed:] + every[:listed]:  # the rules apart from those that classify (referents) first
-        found = family_of(rule).example_problems(pack, rule)
-        problems += found if found is not None else _rule_example_problems(pack, rule)
+        problems += rule_example_problems(pack, rule)
     return pack.placed(problems)
+
+
+def rule_example_problems(pack: Pack, rule) -> list[Problem]:
+    """The problems of one rule's examples, counterexamples and request forms in ``pack`` (not placed)."""
+    found = family_of(rule).example_problems(pack, rule)
+    return found if found is not None else _rule_example_problems(pack, rule)
 
 
 def _rule_example_problems(pack: Pack, rule) -> list[Problem]:
