@@ -145,6 +145,15 @@ def check(pack_dir, outputs, corpus_dir, no_corpus, every):
     `cleo-rules corpus check` for the per-rule table); a pack without one is
     only compiled.
 
+    Each rule's own lists are judged first: its examples must fire it, its
+    counterexamples must not, and a correction's request forms (requests
+    with its words that reject nothing: "Try that one.", "Check the other
+    branch.") must be no correction, judged with no conversation before
+    them; one written {message, history} must also be a follow-up after
+    that history. A setting of a pack's own that makes checks of a pack it
+    is built on fail is one finding at the setting (E157), with the count,
+    three of the failures and the fixes; --all lists every failure.
+
     \b
     -o FILE writes the --format report into FILE instead of printing it;
     --sarif-output FILE (and --text-, --json-, --junit-, --github-output)
