@@ -128,7 +128,8 @@ def test_generated_request_cases_may_be_any_kind_but_a_correction(tmp_path):
     assert all(o.case.not_kind == "correction" for o in plain)
     told = [o for o in requests if o.case.expect == "follow_up"]
     assert told and all(o.case.history == ("Compare the Leeds and York branches",) for o in told)
-    assert not verify(pack, tmp_path / "corpus").corpus_report.failed
+    verdict = verify(pack, tmp_path / "corpus")
+    assert verdict.corpus_report is not None and not verdict.corpus_report.failed
 
 
 def test_a_generated_request_case_that_is_a_correction_fails(tmp_path):
