@@ -145,8 +145,16 @@ def verify(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
             for base in pack.composition.bases:
                 beside = corpus_dir_of(base.path)
                 bases.append((base, run_corpus(pack, beside, base=base) if beside.is_dir() else None))
-        causes, left = find_causes(pack, problems, bases, rule_example_problems)
+        causes, left = find_causes(pack, problems, bases, rule_example_problems, _passes)
     return Verdict(tuple(left) + tuple(c.problem for c in causes), report, tuple(bases), tuple(causes))
+
+
+def _passes(pack: Pack):
+    """Whether a corpus case passes in ``pack``: one judge for the pack, asked case by case."""
+    from .corpus.judge import Evaluator
+
+    evaluator = Evaluator(pack)
+    return lambda case: evaluator.run(case).ok
 
 
 #: ``corpus`` in :meth:`PackCheck.to_dict` when the corpus was not asked for (``check --no-corpus``)

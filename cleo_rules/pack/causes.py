@@ -91,29 +91,28 @@ def _candidates(value, base_value) -> list:
     return list(range(value + step, base_value, step))[:_STEPS]
 
 
-def find_causes(pack: Pack, problems, base_reports,
-                example_problems: Callable[[Pack, object], list]) -> tuple[list[Cause], list[Problem]]:
+def find_causes(pack: Pack, problems, base_reports, example_problems: Callable[[Pack, object], list],
+                judge: Callable[[Pack], Callable[[object], bool]]) -> tuple[list[Cause], list[Problem]]:
     """The causes among the bases' failures, and ``problems`` without the example problems they explain.
 
     ``problems`` are the pack's example problems (placed, each naming its pack); ``base_reports`` the runs of its
-    bases' corpora; ``example_problems(pack, rule)`` judges one rule's examples.
+    bases' corpora; ``example_problems(pack, rule)`` judges one rule's examples, ``judge(pack)`` gives whether a
+    corpus case passes in that pack.
     """
     settings = own_settings(pack)
     theirs = [p for p in problems if p.pack and p.pack != pack.name and p.rule]
     failing = [(base.name, o) for base, report in base_reports if report is not None for o in report.failed]
     if not settings or not (theirs or failing):
         return [], list(problems)
-    from ..corpus.judge import Evaluator
-
     causes, explained = [], set()
     for key, (value, base_value) in settings.items():
         def passes(v) -> tuple[list, list]:
             other = with_settings(pack, dataclasses.replace(pack.settings, **{key: v}))
-            judge = Evaluator(other)
+            passed = judge(other)
             still = {(p.rule, p.pointer) for rule in {p.rule for p in theirs}
                      for p in example_problems(other, pack.rule(rule))}
             return ([p for p in theirs if (p.rule, p.pointer) not in still and id(p) not in explained],
-                    [(n, o) for n, o in failing if judge.run(o.case).ok])
+                    [(n, o) for n, o in failing if passed(o.case)])
         examples, cases = passes(base_value)
         if not examples and not cases:
             continue
