@@ -38,7 +38,8 @@ from .corpus.report import Report
 from .corpus.run import run_corpus
 from .errors import PackError, Problem
 from .families import counts
-from .pack.examples import find_example_problems
+from .pack.causes import Cause, find_causes
+from .pack.examples import find_example_problems, rule_example_problems
 from .pack.model import Base, Pack
 from .pack.sources import FoundPack
 
@@ -60,11 +61,16 @@ class Verdict:
     ``corpus=False``). ``base_reports``, of a pack built on others, holds for
     each base the run of its corpus against the composed pack (None: the base
     has no corpus beside it), with the cases of rules left out skipped.
+    ``causes`` are the bases' failures that a setting of the pack's own brings
+    about (:mod:`cleo_rules.pack.causes`): each is one problem among
+    ``problems``, placed at the setting, in place of the example problems it
+    explains; the corpus cases it explains stay in their base's report.
     """
 
     problems: tuple[Problem, ...]
     corpus_report: Report | None = None
     base_reports: tuple[tuple[Base, Report | None], ...] = ()
+    causes: tuple[Cause, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -139,7 +145,16 @@ def verify(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
             for base in pack.composition.bases:
                 beside = corpus_dir_of(base.path)
                 bases.append((base, run_corpus(pack, beside, base=base) if beside.is_dir() else None))
-    return Verdict(problems, report, tuple(bases))
+        causes, left = find_causes(pack, problems, bases, rule_example_problems, _passes)
+    return Verdict(tuple(left) + tuple(c.problem for c in causes), report, tuple(bases), tuple(causes))
+
+
+def _passes(pack: Pack):
+    """Whether a corpus case passes in ``pack``: one judge for the pack, asked case by case."""
+    from .corpus.judge import Evaluator
+
+    evaluator = Evaluator(pack)
+    return lambda case: evaluator.run(case).ok
 
 
 #: ``corpus`` in :meth:`PackCheck.to_dict` when the corpus was not asked for (``check --no-corpus``)
@@ -210,6 +225,8 @@ class PackCheck:
             doc["corpus"] = {"skipped": self.skipped or NOT_ASKED}
         if pack.composition:
             doc["composition"] = self.composition_dict()
+        if verdict.causes:
+            doc["causes"] = [c.to_dict() for c in verdict.causes]
         return doc
 
     def composition_dict(self) -> dict:

@@ -5,6 +5,7 @@ None of these import an embedding runtime (ONNX Runtime, torch).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -25,7 +26,8 @@ def _version() -> str:
         return ""
 
 
-def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 20) -> list[Piece]:
+def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 20, every: bool = False) \
+        -> list[Piece]:
     """A :class:`~cleo_rules.verify.PackCheck` in ``fmt``, as ``check`` (or ``corpus check``) shows it: the
     parts of the report, each with whether it goes to stderr when printed."""
     if fmt == "json":
@@ -53,17 +55,49 @@ def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 2
                               f"corpus of {base.name}: {result.base_skipped(base)}")
         text = plain(text, found, result.pack.name, result.pack)
         return [(f"pack: {pack_line(result.pack, found)}\n{text}\n", False)]
-    return [(plain(text, found, result.pack.name, result.pack), err) for text, err in _check_text(result)]
+    return [(plain(text, found, result.pack.name, result.pack), err) for text, err in _check_text(result, every)]
 
 
-def _check_text(result) -> list[Piece]:
+#: failures of one cause shown under its heading; `check --all` shows every one
+CAUSE_SHOWN = 3
+
+
+def _cause_text(cause, every: bool) -> str:
+    """One cause (:class:`~cleo_rules.pack.causes.Cause`): its finding's heading, the count, the first
+    :data:`CAUSE_SHOWN` failures it brings about (all with ``every``), then the fixes."""
+    head, *rest = cause.problem.format().split("\n")
+    items = [f"  example of {p.rule} (pack {p.pack}) at {p.location}: {p.message}" for p in cause.examples]
+    items += [f"  corpus case of {name} {o.case.id} {json.dumps(o.case.message, ensure_ascii=False)}: "
+              f"{o.expected()}, {o.got()}" + (f" at {o.case.source}" if o.case.source else "")
+              for name, o in cause.cases]
+    shown = items if every else items[:CAUSE_SHOWN]
+    if len(items) > len(shown):
+        shown.append(f"  … and {len(items) - len(shown)} more of this cause: `cleo-rules check --all` lists every one")
+    return "\n".join([head] + shown + rest)
+
+
+def _without(report, caused: set):
+    """``report`` as its failure blocks show it with the failures of a cause left out (they are under its
+    heading); None when nothing else is wrong."""
+    rules = [dataclasses.replace(r, failures=[f for f in r.failures if id(f[1]) not in caused]) for r in report.rules]
+    groups = [dataclasses.replace(g, failures=[f for f in g.failures if id(f[1]) not in caused])
+              for g in report.groups]
+    left = dataclasses.replace(report, rules=rules, groups=groups)
+    wrong = any(r.failures for r in rules) or any(g.failures for g in groups) or report.stale or report.problems
+    return left if wrong or report.open else None
+
+
+def _check_text(result, every: bool = False) -> list[Piece]:
     from ..errors import PackError
 
     pack, found, verdict = result.pack, result.found, result.verdict
     out: list[Piece] = [(f"pack: {pack_line(pack, found)}\n", False)]
     out += [(line + "\n", False) for line in composition_lines(pack)]
     if verdict.problems:
-        out.append((PackError(verdict.problems, pack=str(found.path)).report() + "\n", True))
+        text = PackError(verdict.problems, pack=str(found.path)).report()
+        for cause in verdict.causes:  # one heading per cause, with its count and first failures
+            text = text.replace(cause.problem.format(), _cause_text(cause, every))
+        out.append((text + "\n", True))
     else:
         from ..families import counts
 
@@ -83,8 +117,10 @@ def _check_text(result) -> list[Piece]:
         if base_report is None:
             out.append((f"corpus of {base.name}: {result.base_skipped(base)}\n", False))
             continue
-        if not base_report.ok:
-            out.append((base_report.format(table=False) + "\n", True))
+        caused = {id(o) for cause in verdict.causes for _, o in cause.cases}
+        shown_report = _without(base_report, caused) if caused else base_report
+        if not base_report.ok and shown_report is not None:
+            out.append((shown_report.format(table=False) + "\n", True))
         out.append((f"corpus of {base.name} {base_report.summary_line()}\n", False))
         if base_report.skipped:
             out.append((f"  {base_report.skipped_text()}\n", False))
@@ -97,7 +133,9 @@ def _check_text(result) -> list[Piece]:
 @click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
               help="Corpus to run (default: corpus/ beside the pack, when there is one).")
 @click.option("--no-corpus", is_flag=True, help="Only validate and compile; do not run the corpus.")
-def check(pack_dir, outputs, corpus_dir, no_corpus):
+@click.option("--all", "every", is_flag=True,
+              help="List every failure a team setting brings about in its bases (by default: the count and three).")
+def check(pack_dir, outputs, corpus_dir, no_corpus, every):
     """Validate, lint and compile a rule pack, then run its corpus; exit 1 on any finding.
 
     PACK is a directory, its pack.yaml, or an installed pack's name; without
@@ -106,6 +144,15 @@ def check(pack_dir, outputs, corpus_dir, no_corpus):
     bundled cleo-en. The corpus is corpus/ beside the pack directory (see
     `cleo-rules corpus check` for the per-rule table); a pack without one is
     only compiled.
+
+    Each rule's own lists are judged first: its examples must fire it, its
+    counterexamples must not, and a correction's request forms (requests
+    with its words that reject nothing: "Try that one.", "Check the other
+    branch.") must be no correction, judged with no conversation before
+    them; one written {message, history} must also be a follow-up after
+    that history. A setting of a pack's own that makes checks of a pack it
+    is built on fail is one finding at the setting (E157), with the count,
+    three of the failures and the fixes; --all lists every failure.
 
     \b
     -o FILE writes the --format report into FILE instead of printing it;
@@ -124,7 +171,7 @@ def check(pack_dir, outputs, corpus_dir, no_corpus):
 
     # examples are judged after compiling, so the corpus still runs and one check shows everything a change broke
     result = check_pack(find(pack_dir), corpus_dir, corpus=not no_corpus)
-    outputs.emit(lambda fmt: check_report(result, fmt))
+    outputs.emit(lambda fmt: check_report(result, fmt, every=every))
     if not result.ok:
         sys.exit(1)
 

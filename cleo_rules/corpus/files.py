@@ -85,6 +85,8 @@ def case_line(case: Case) -> str:
         d["rule"] = case.rule
     if case.not_rules:
         d["not"] = case.not_rules[0] if len(case.not_rules) == 1 else list(case.not_rules)
+    if case.not_kind is not None:
+        d["not_kind"] = case.not_kind
     if case.history:
         d["history"] = [plain(h) for h in case.history]
     if case.has_referent:
@@ -268,8 +270,11 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool, group: 
     if not isinstance(msg, str):
         bad.append("`message` (a string)")
     if expect is not None and expect not in tuple(DecisionKind) or expect is None and "referent" not in item \
-            and not item.get("not"):
+            and not item.get("not") and not item.get("not_kind"):
         bad.append(f"`expect` (one of {', '.join(DecisionKind)})")
+    not_kind = item.get("not_kind")
+    if not_kind is not None and not_kind not in tuple(DecisionKind):
+        bad.append(f"`not_kind` (one of {', '.join(DecisionKind)})")
     referent = item.get("referent")
     if "referent" in item and referent is not None and not isinstance(referent, str):
         bad.append("`referent` (a string, or null for none)")
@@ -298,6 +303,7 @@ def _case(item, shown: str, line: int, pointer: str, *, generated: bool, group: 
                 query=item.get("query") if isinstance(item.get("query"), str) else None,
                 group=group, generated=generated, file=shown, line=line,
                 referent=referent if isinstance(referent, str) else None, has_referent="referent" in item,
+                not_kind=not_kind if isinstance(not_kind, str) else None,
                 open=opened), refused
 
 

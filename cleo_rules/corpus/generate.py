@@ -8,8 +8,11 @@ For every rule, three lists of templates (see :mod:`.template` for the syntax):
     each expansion must not fire the rule and is searched as typed
     (``substantive``): messages that share the rule's words but carry a topic;
 ``request``
-    each expansion must not fire the rule and must be a ``follow_up``: for a
-    correction, the request forms of its verbs ("try that one").
+    each expansion must not fire the rule; a follow-up rule's must be a
+    ``follow_up`` (another rule answers them); a correction's are the request
+    forms of its verbs ("try that one"), which must be no correction (any
+    kind but ``correction``: ``not_kind``), and a ``follow_up`` when the
+    template gives the conversation before it.
 
 A template may also be a conversation: ``{message, history, referent}``, each
 a template (``history`` a list of strings, the user's turns, or ``{role,
@@ -61,7 +64,7 @@ from ..text import normalize
 from .model import CROSS, Case, CorpusError, CaseTurn, history_item
 from .template import Grammar, TemplateError, clean, clean_lines, split_joint
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 ENUM_CAP = 2000          # a template with more expansions than this is sampled ...
 SAMPLE = 400             # ... this many, seeded, before ranking
 DEFAULT_LIMIT = 40       # cases per template list when neither the rule nor the slots file says
@@ -377,9 +380,12 @@ class Generator:
         return (hist[digest[2] % len(hist)],)
 
     def _cases(self, group: str, letter: str, picked, *, expect, rule=None, not_rules=(), history_every=0,
-               prefix=None, referent=None):
+               prefix=None, referent=None, not_kind=None, in_context=None):
         """Cases from picked expansions. ``referent``: ``"found"`` (a referent rule's positives: the
-        conversation's referent must be found), ``"none"`` (its negatives: nothing found by it), or None."""
+        conversation's referent must be found), ``"none"`` (its negatives: nothing found by it), or None.
+        ``not_kind``: a kind the cases must not get; ``in_context``: the kind a case of a conversation template
+        must get instead (a correction's request forms: no correction, and a follow-up after the conversation
+        the designer gave)."""
         cases, ids = [], set()
         prefix = prefix or group
         for key, text, digest, conv in sorted(picked, key=lambda p: p[0]):
@@ -390,9 +396,11 @@ class Generator:
             ids.add(f"{letter}-{h[:n]}")
             history = conv.history if conv is not None else self._history_for(digest, history_every)
             found = conv.referent if conv is not None and referent == "found" else None
-            cases.append(Case(id=f"{prefix}/{letter}-{h[:n]}", message=surface(text, digest), expect=expect,
-                              rule=rule, not_rules=tuple(not_rules), history=history, group=group, generated=True,
-                              referent=found, has_referent=referent is not None))
+            given = conv is not None and in_context is not None
+            cases.append(Case(id=f"{prefix}/{letter}-{h[:n]}", message=surface(text, digest),
+                              expect=in_context if given else expect, rule=rule, not_rules=tuple(not_rules),
+                              history=history, group=group, generated=True, referent=found,
+                              has_referent=referent is not None, not_kind=None if given else not_kind))
         return cases
 
     def _example_cases(self, rule, *, expect, referents: bool) -> list[Case]:
@@ -478,8 +486,13 @@ class Generator:
                                    history_every=pos_every)
         group.cases += self._cases(rule.id, "n", chosen["negative"], expect=DecisionKind.SUBSTANTIVE, not_rules=(rule.id,),
                                    history_every=5)
-        group.cases += self._cases(rule.id, "r", chosen["request"], expect=DecisionKind.FOLLOW_UP, not_rules=(rule.id,),
-                                   history_every=2)
+        if kind == "correction":  # a request form is no correction; one given a conversation follows it up
+            group.cases += self._cases(rule.id, "r", chosen["request"], expect=None, not_rules=(rule.id,),
+                                       history_every=2, not_kind=DecisionKind.CORRECTION,
+                                       in_context=DecisionKind.FOLLOW_UP)
+        else:
+            group.cases += self._cases(rule.id, "r", chosen["request"], expect=DecisionKind.FOLLOW_UP,
+                                       not_rules=(rule.id,), history_every=2)
         group.cases += examples
         return group
 

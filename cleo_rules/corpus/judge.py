@@ -65,7 +65,7 @@ class Outcome:
 
     def expected(self) -> str:
         c = self.case
-        text = f"expected {c.expect or 'any kind'}"
+        text = f"expected {c.expect or 'any kind'}" + (f" but {c.not_kind}" if c.not_kind and not c.expect else "")
         if c.rule:
             text += f" by {c.rule}"
         if c.has_referent:
@@ -83,7 +83,8 @@ class Outcome:
         c = self.case
         d = {"id": c.id, "message": c.message, "source": c.source,
              "file": c.file, "line": c.line if c.file else None,
-             "expected": {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules)},
+             "expected": {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules),
+                          **({"not_kind": c.not_kind} if c.not_kind else {})},
              "got": {"kind": self.kind, "rule": self.rule, "matched": self.matched, "query": self.query,
                      "anchor": self.anchor, "referent": self.referent, "referent_rule": self.referent_rule},
              "reasons": list(self.reasons)}
@@ -233,6 +234,8 @@ class Evaluator:
         ref_text, ref_rule = found_referent(d)
         if case.expect is not None and d.kind != case.expect:
             reasons.append(f"kind is {d.kind}, expected {case.expect}")
+        if case.not_kind is not None and d.kind == case.not_kind:
+            reasons.append(f"kind is {d.kind}, expected any kind but {case.not_kind}")
         if case.rule:
             if case.rule not in self.rules:
                 reasons.append(f"rule {case.rule} is not in the pack")

@@ -85,6 +85,8 @@ class Case:
 
     ``expect`` is the kind it must get (``None``: any kind will do, for a
     case that only says which rule must not fire, or what referent is found).
+    ``not_kind``, when set, is a kind it must not get: a correction's request
+    form ("try that one") may be anything but a correction.
     ``rule``, when set, must fire (a positive of that rule); every rule in
     ``not_rules`` must not fire (a negative of those rules). Rules are
     classification rules or referent rules; a referent rule "fires" when it
@@ -130,6 +132,7 @@ class Case:
     referent: str | None = None
     has_referent: bool = False
     open: bool = False
+    not_kind: str | None = None
 
     @property
     def source(self) -> str:
@@ -144,6 +147,8 @@ class Case:
             d["rule"] = self.rule
         if self.not_rules:
             d["not"] = list(self.not_rules)
+        if self.not_kind is not None:
+            d["not_kind"] = self.not_kind
         if self.history:
             d["history"] = [plain(h) for h in self.history]
         if self.has_referent:

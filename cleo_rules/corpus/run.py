@@ -115,8 +115,8 @@ def tally(pack, outcomes, rules=None) -> tuple[list[RuleStats], list[GroupStats]
 
 
 def _same(a: Case, b: Case) -> bool:
-    return (a.id, a.message, a.expect, a.rule, a.not_rules, a.history, a.has_referent, a.referent) == \
-           (b.id, b.message, b.expect, b.rule, b.not_rules, b.history, b.has_referent, b.referent)
+    return (a.id, a.message, a.expect, a.rule, a.not_rules, a.history, a.has_referent, a.referent, a.not_kind) == \
+           (b.id, b.message, b.expect, b.rule, b.not_rules, b.history, b.has_referent, b.referent, b.not_kind)
 
 
 def find_stale(groups, generated_files, corpus_dir: Path) -> list[Stale]:

@@ -1,7 +1,9 @@
 """A pack's own examples, counterexamples and request forms, checked against the compiled pack.
 
 Every example must fire its rule (a referent rule's: find its referent),
-every counterexample and request form must not; each failure is a problem
+every counterexample must not, and no request form may be a correction (judged
+with no conversation before it; one given with a ``history`` must be a
+follow-up after it); each failure is a problem
 placed at the example in its rule file (from the sources the pack keeps, so
 nothing is read again), with help that says why it fails, from the same walk
 ``explain`` records (:func:`example_miss`).
@@ -18,7 +20,7 @@ from ..kinds import DecisionKind, RuleKind
 from ..reading.load import pointer_join
 from .model import Pack
 
-__all__ = ["example_case", "example_miss", "find_example_problems"]
+__all__ = ["example_case", "example_miss", "find_example_problems", "rule_example_problems"]
 
 
 def _order(pack: Pack, rule_id: str) -> int:
@@ -79,9 +81,14 @@ def find_example_problems(pack: Pack) -> list[Problem]:
     problems = []
     every, listed = pack.all_rules(), len(pack.rules)
     for rule in every[listed:] + every[:listed]:  # the rules apart from those that classify (referents) first
-        found = family_of(rule).example_problems(pack, rule)
-        problems += found if found is not None else _rule_example_problems(pack, rule)
+        problems += rule_example_problems(pack, rule)
     return pack.placed(problems)
+
+
+def rule_example_problems(pack: Pack, rule) -> list[Problem]:
+    """The problems of one rule's examples, counterexamples and request forms in ``pack`` (not placed)."""
+    found = family_of(rule).example_problems(pack, rule)
+    return found if found is not None else _rule_example_problems(pack, rule)
 
 
 def _rule_example_problems(pack: Pack, rule) -> list[Problem]:
@@ -124,11 +131,19 @@ def _rule_example_problems(pack: Pack, rule) -> list[Problem]:
                                         pointer_join(pointer_join(base, "counterexamples"), j), rule=rule.id, rank=8,
                                         help="narrow the pattern (word boundaries, required words) or remove the "
                                              "counterexample"))
-    for j, msg in enumerate(getattr(rule, "request_forms", ())):
-        d = pack.classify(msg)
-        if d.kind != DecisionKind.FOLLOW_UP or d.rule == rule.id:
-            problems.append(src.problem("E136", f"request form {msg!r} must classify follow_up, but it is {said(d)}",
-                                        pointer_join(pointer_join(base, "request_forms"), j), rule=rule.id, rank=7,
-                                        help="a request ('try that one') is not a correction: narrow the correction "
-                                             "pattern, or add the request's words to the vocabulary"))
+    for j, item in enumerate(getattr(rule, "request_forms", ())):
+        msg, history = example_case(item)
+        d = pack.classify(msg, history)
+        where = pointer_join(pointer_join(base, "request_forms"), j)
+        if d.kind == DecisionKind.CORRECTION:
+            problems.append(src.problem("E136", f"request form {msg!r} is a correction: it is {said(d)}"
+                                        + (f" on {d.matched!r}" if d.matched else ""), where, rule=rule.id, rank=7,
+                                        help="a request ('try that one') is not a correction: narrow the "
+                                             "correction pattern (or its guards) so the request is left alone"))
+        elif history and d.kind != DecisionKind.FOLLOW_UP:
+            problems.append(src.problem("E136", f"request form {msg!r} must classify follow_up after its history, "
+                                        f"but it is {said(d)}", where, rule=rule.id, rank=7,
+                                        help="with a history the request must be searched with what came before: "
+                                             "add its words to the vocabulary or a follow-up pattern, or give it "
+                                             "as a plain string to assert only that it is no correction"))
     return problems

@@ -97,10 +97,11 @@ def test_expectations_follow_the_list(tmp_path):
     groups = {g.name: g for g in generate(make_pack(tmp_path))}
     by_letter = {}
     for c in groups["correction.already-tried"].cases:
-        by_letter.setdefault(c.id.split("/")[1][0], set()).add((c.expect, c.rule, c.not_rules))
-    assert by_letter["p"] == {("correction", "correction.already-tried", ())}
-    assert by_letter["n"] == {("substantive", None, ("correction.already-tried",))}
-    assert by_letter["r"] == {("follow_up", None, ("correction.already-tried",))}
+        by_letter.setdefault(c.id.split("/")[1][0], set()).add((c.expect, c.rule, c.not_rules, c.not_kind))
+    assert by_letter["p"] == {("correction", "correction.already-tried", (), None)}
+    assert by_letter["n"] == {("substantive", None, ("correction.already-tried",), None)}
+    # a correction's request forms: any kind but a correction
+    assert by_letter["r"] == {(None, None, ("correction.already-tried",), "correction")}
     cross = groups[CROSS].cases
     assert {c.expect for c in cross} == {"substantive", "skip"}
     assert all(len(c.message) < 10 for c in cross if c.expect == "skip")

@@ -159,7 +159,7 @@ def test_correction_widened_to_catch_its_request_form(tmp_path):
     found = problems(make(tmp_path, corr=corr))
     p = next(p for p in found if p.code == "E136")
     assert (p.line, p.col, p.pointer) == (8, 21, "/rules/0/request_forms/0")
-    assert "must classify follow_up" in p.message and "correction" in p.message
+    assert p.message.startswith("request form ") and "is a correction: it is classified correction by" in p.message
 
 
 def test_object_constructing_tag_is_refused(tmp_path):
