@@ -323,7 +323,9 @@ async function fillRecall(result, box) {
   }
 }
 
-/** The near misses of a turn (POST /v1/explain): the rules whose words are in it that did not take it, and why. */
+/** The near misses of a turn (POST /v1/explain): the rules whose words are in it that did not take it, each with
+ * the span it tested, what it needs and what the message lacks; the reason's code and the walk's own words are kept
+ * in a tooltip. */
 async function fillNearMisses(result, box) {
   box.dataset.state = "loading";
   box.replaceChildren(el("p", { class: "help", text: "asking which rules nearly took it…" }));
@@ -332,14 +334,17 @@ async function fillNearMisses(result, box) {
     const data = await api("/v1/explain", { method: "POST", body });
     const misses = data.near_misses || [];
     box.replaceChildren(
-      el("h4", { text: misses.length ? "Near misses: rules whose words are in the message, and what stopped each"
+      el("h4", { text: misses.length ? "Near misses: rules whose words are in the message, what each needs and what "
+                                       + "the message lacks"
                                      : "Near misses: none (no rule's words are in the message)" }),
       misses.length ? el("ul", { class: "near-miss-list" }, misses.map((n) => el("li", {
         class: "near-miss", "data-rule": n.rule || "", "data-reason": n.reason, "data-setting": n.setting || "",
-      }, el("span", { class: "nm-rule", text: n.rule || `(${n.stage} test)` }), " ",
-         el("span", { class: "nm-reason", text: n.setting ? `${n.reason} (${n.setting})` : n.reason }), " ",
-         n.matched !== null ? el("q", { class: "nm-matched", text: n.matched }) : null, n.matched !== null ? " " : null,
-         el("span", { class: "nm-detail", text: n.detail })))) : null);
+        title: `${n.setting ? `${n.reason} (${n.setting})` : n.reason}: ${n.detail}`,
+      }, el("span", { class: "nm-rule", text: n.rule || `(${n.stage} test)` }),
+         n.matched !== null ? el("span", { class: "nm-tested" }, " tested ", el("q", { class: "nm-matched",
+                                                                                      text: n.matched })) : null,
+         el("div", { class: "nm-needs" }, el("span", { class: "nm-label", text: "needs " }), n.needs),
+         el("div", { class: "nm-lacks" }, el("span", { class: "nm-label", text: "lacks " }), n.lacks)))) : null);
     box.dataset.state = "done";
   } catch (error) {
     box.replaceChildren(el("p", { class: "error", text: error.message }));
