@@ -354,7 +354,8 @@ def test_a_changed_pack_reruns_the_conversation_and_marks_what_changed(chrome, l
     edit(pack_dir / "vocabulary.yaml", "    role: nod\n    description:", "    role: nod\n    descripton:")
     # waited for until the refusal shown is this typo's (not another one the watcher saw on the way)
     problems = wait(chrome, lambda d: d.find_element(By.ID, "problems").is_displayed()
-                    and "descripton" in text(d.find_element(By.ID, "problem-list")) and d.find_element(By.ID, "problems"))
+                    and "descripton" in text(d.find_element(By.ID, "problem-list"))
+                    and d.find_element(By.ID, "problems"))
     items = [text(li) for li in problems.find_elements(By.CSS_SELECTOR, "#problem-list li")]
     assert any(item.startswith("pack/vocabulary.yaml:15:5 error[E121] vocab.nod unknown key 'descripton'")
                and "help: did you mean 'description'?" in item for item in items), items

@@ -266,7 +266,8 @@ async function showSource(rule, box) {
   try {
     const data = await api(`/v1/pack/source?file=${encodeURIComponent(rule.file)}`);
     const last = Math.min(ruleEnd(rule), data.lines.length);
-    const pre = el("pre", { class: "source", "aria-label": `${rule.shown || rule.file} lines ${rule.line} to ${last}` });
+    const label = `${rule.shown || rule.file} lines ${rule.line} to ${last}`;
+    const pre = el("pre", { class: "source", "aria-label": label });
     for (let n = rule.line; n <= last; n += 1) {
       pre.append(el("span", { class: n === rule.line ? "src-line src-rule" : "src-line" },
                     el("span", { class: "src-no", text: String(n) }), data.lines[n - 1] ?? ""), "\n");
