@@ -242,9 +242,11 @@ def explain(message, history, pack_dir, walk, as_json):
     """Show why MESSAGE got its decision: the rule and its span, where each part of the query came from, and
     the near misses.
 
-    The near misses are the rules whose prefilter words are in MESSAGE but
-    which did not take it, each with what stopped it: the pattern does not
-    match, the message's words over a rule's max_words, a guard (head_in,
+    The near misses are the rules whose words are in MESSAGE but which did
+    not take it, each in two lines: what the rule needs (the rule's key or
+    the pack's setting at work in brackets) and what the message lacks,
+    naming the span the rule tested. What can stop a rule: its pattern does
+    not match, the message's words over a rule's max_words, a guard (head_in,
     unless_name, unless_name_before), no antecedent in the conversation, the
     topic words around the match, a referent rule that found nothing, the
     message's length, a time limit. --all lists every rule of the walk
