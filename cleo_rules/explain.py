@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .decision import Decision
+from .near_misses import needs_and_lacks
 from .text import original_span
 
 __all__ = ["REASONS", "Attempt", "Explanation", "NearMiss", "Recorder"]
@@ -89,7 +90,10 @@ class NearMiss:
     :data:`REASONS`, ``setting`` the rule's key or the pack's setting at
     work (``"head_in"``, ``"max_words"``, ``"max_follow_up_words"``...) or
     None, ``detail`` the walk's own words for it. ``span`` and ``matched``
-    are the rule's match in the user's text when the pattern matched.
+    are the rule's match in the user's text when the pattern matched: the
+    span the rule tested. ``needs`` and ``lacks`` say the same in a
+    designer's words: what the rule needs, and what the message lacks
+    (:func:`cleo_rules.near_misses.needs_and_lacks`).
     """
 
     rule: str | None
@@ -99,10 +103,13 @@ class NearMiss:
     setting: str | None = None
     span: tuple[int, int] | None = None
     matched: str | None = None
+    needs: str = ""
+    lacks: str = ""
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "stage": self.stage, "reason": self.reason, "setting": self.setting,
-                "detail": self.detail, "span": list(self.span) if self.span else None, "matched": self.matched}
+                "detail": self.detail, "span": list(self.span) if self.span else None, "matched": self.matched,
+                "needs": self.needs, "lacks": self.lacks}
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,9 @@ class Recorder:
         self._why: dict[int, tuple[str, str | None]] = {}  # a slot that did not take the message: reason, setting
         self._stop: str | None = None       # the setting that stopped the walk for the message's length
         self._referent_misses: list[NearMiss] = []
+        self._referent_rules = tuple(r.id for r in getattr(getattr(matcher, "referents", None), "rules", ()))
+        self._named_referents: frozenset[str] = frozenset()  # the referent rules the prefilter named
+        self._length_chars = 0
 
     # -- what the walk reports ------------------------------------------
 
@@ -202,9 +212,12 @@ class Recorder:
         """The message is under ``min_chars`` visible characters: nothing else runs."""
         self._length = self._length_attempt(stripped, True)
 
-    def scanned(self, scanned: str, stripped: int, text: str, tokens, candidates) -> None:
-        """The text the patterns see (``text``, normalised from ``scanned``), and the prefilter's candidates."""
+    def scanned(self, scanned: str, stripped: int, text: str, tokens, candidates, referents=()) -> None:
+        """The text the patterns see (``text``, normalised from ``scanned``), and the prefilter's candidates:
+        the lanes' pattern numbers (``candidates``) and the referent rules' (``referents``, numbered from 0)."""
         self._length = self._length_attempt(stripped, False)
+        ids = self._referent_rules
+        self._named_referents = frozenset(ids[i] for i in referents if i < len(ids))
         self._scanned, self._text, self._tokens = scanned, text, tuple(tokens)
         slots = self._pattern_slots
         self._candidates = frozenset(slots[c] for c in candidates if c < len(slots))
@@ -246,20 +259,24 @@ class Recorder:
         prefilter (:data:`PREFILTERED`), or a guard (a rule with
         ``unless_name``); with no note its pattern did not match.
         """
+        # only a rule the prefilter named is a near miss (a correction after an offer searches every choosing
+        # rule for its replacement, named or not)
+        named = rule.id in self._named_referents
         if match is None:
             self._referents.append(Attempt("referent", rule.id, False, note=note or "no match"))
-            if note != PREFILTERED:
+            if note != PREFILTERED and named:
                 reason, setting = (("no_match", None) if not note else
                                    ("guard", "unless_name") if getattr(rule, "unless_name", False) else
                                    ("refused", None))
-                self._referent_misses.append(NearMiss(rule.id, "referent", reason, note or NO_MATCH, setting))
+                self._referent_misses.append(self._miss(rule, rule.id, "referent", reason, note or NO_MATCH,
+                                                        setting))
             return
         start, end = match.span()
         span = original_span(self._scanned, start, end, self._text)
         if found is None:
             note = f"matched, but its selector ({rule.select}) found nothing in the conversation"
-            self._referent_misses.append(NearMiss(rule.id, "referent", "no_referent", note, "select", span,
-                                                  self._scanned[span[0]:span[1]]))
+            self._referent_misses.append(self._miss(rule, rule.id, "referent", "no_referent", note, "select", span,
+                                                    self._scanned[span[0]:span[1]]))
         else:
             note = (f"{rule.select}: {found.text!r} from {found.said.where}, "
                     f"{found.span[0]}..{found.span[1]} of that turn")
@@ -290,6 +307,7 @@ class Recorder:
         if length > s.max_scan_chars:
             why = f"the message is over {s.max_scan_chars} characters; only corrections are looked for"
             self._stop = "max_scan_chars"
+            self._length_chars = length
         else:
             why = f"{words} words; follow-ups have at most {s.max_follow_up_words}"
             self._stop = "max_follow_up_words"
@@ -348,8 +366,8 @@ class Recorder:
                     # a rule the prefilter named, not tried for the message's length (a walk stopped for a
                     # time limit or by the rule that decided has no near misses after it)
                     if slot in self._candidates and (self._stop is not None if stopped else i in self._passed):
-                        misses.append(NearMiss(a.rule, a.stage, "too_long", a.note,
-                                               self._stop if stopped else None))
+                        misses.append(self._miss(self._rule_of(lane, j), a.rule, a.stage, "too_long", a.note,
+                                                 self._stop if stopped else None))
                 elif a.fired and a.span is None:  # a lane's one test decided: the decision's span is its
                     a = Attempt(a.stage, a.rule, True, decision.span, decision.matched, a.note)
                 elif not a.fired:
@@ -358,7 +376,12 @@ class Recorder:
                         misses.append(miss)
                 attempts.append(a)
         attempts += self._referents
-        return Explanation(decision, self._text, self._tokens, tuple(attempts), tuple(misses + self._referent_misses))
+        referents = self._referent_misses
+        if decision.kind == "correction":
+            # a correction asks the referent rules only whether it picks its replacement from an offer: one whose
+            # pattern does not match says the message picks none, which is no near miss
+            referents = [n for n in referents if n.reason != "no_match"]
+        return Explanation(decision, self._text, self._tokens, tuple(attempts), tuple(misses + referents))
 
     def _near_miss(self, slot: int, a: Attempt, lane) -> NearMiss | None:
         """The near miss of an attempt that ran and did not take the message, or None: a rule of a lane without
@@ -377,8 +400,20 @@ class Recorder:
             else:
                 return None
         reason, setting = why
-        return NearMiss(a.rule, a.stage, reason, NO_MATCH if reason == "no_match" else a.note, setting, a.span,
-                        a.matched)
+        return self._miss(self._rule_of(lane, slot - self._first[self._lane_of[id(lane)]]), a.rule, a.stage, reason,
+                          NO_MATCH if reason == "no_match" else a.note, setting, a.span, a.matched)
+
+    @staticmethod
+    def _rule_of(lane, j: int):
+        """The rule at ``j`` of a lane that lists its rules, else None (a lane's whole test)."""
+        return lane.rules[j] if lane.per_rule and j < len(lane.rules) else None
+
+    def _miss(self, rule, rule_id, stage, reason, detail, setting=None, span=None, matched=None) -> NearMiss:
+        """A :class:`NearMiss`, with what ``rule`` needs and what the message lacks in a designer's words."""
+        needs, lacks = needs_and_lacks(reason, setting, detail.removeprefix("matched, but "), rule,
+                                       matched=matched, span=span, words=len(self._tokens),
+                                       length=self._length_chars, settings=self._settings)
+        return NearMiss(rule_id, stage, reason, detail, setting, span, matched, needs, lacks)
 
     def _length_attempt(self, stripped: int, fired: bool) -> Attempt:
         min_chars = self._settings.min_chars

@@ -218,7 +218,7 @@ class Matcher:
         ref = bisect_left(found, ref_start)
         referents = tuple(map(ref_start.__rsub__, found[ref:])) if ref < len(found) else ()  # numbered from 0
         if recorder is not None:
-            recorder.scanned(scanned, stripped, text, tokens, found[:ref])
+            recorder.scanned(scanned, stripped, text, tokens, found[:ref], referents)
         n = len(tokens)
         # longer than every lane with a word bound takes: the walk stops at the first such lane
         overlong = len(message) > s.max_scan_chars or n > self._longest

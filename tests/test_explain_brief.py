@@ -42,6 +42,8 @@ MINI = load_pack(PACKS / "mini-1.0")
 RECORD = DATA / "explain-walk.json"
 VANS = ["Which van insurer covers tools left in the van overnight?",
         {"role": "assistant", "content": "Two do: Brightline Commercial and Zego Van. Brightline is cheaper."}]
+#: what a near miss whose pattern does not match lacks
+NO_FORM = "a match: words the pattern looks for are in the message, but not in the form it takes"
 
 #: the messages the walk's record was taken on: `explain` arguments
 WALK_CASES = [
@@ -120,6 +122,51 @@ def test_a_near_miss_names_what_stopped_the_rule(message, history, rule, reason,
         assert found.detail == attempt.note  # the walk's own words, as --all prints them
     if reason == "guard" and rule.startswith("follow_up."):
         assert getattr(PACK.rule(rule), setting)  # the guard named is the rule's own
+    # in a designer's words: what the rule needs (naming the key or setting at work), what the message lacks
+    assert found.needs and found.lacks
+    if setting is not None:
+        assert f"({setting}" in found.needs
+    whole_message = {("word_cap", "max_words"), ("word_cap", "max_follow_up_words"), ("guard", "unless_name"),
+                     ("guard", "unless_name_before")}  # what these lack is the message's, not the span's
+    if matched is not None and found.span is not None and (reason, setting) not in whole_message:
+        assert f"{matched!r} ({found.span[0]}..{found.span[1]})" in found.lacks  # the span the rule tested
+
+
+def test_a_guard_s_near_miss_says_what_the_rule_needs_and_the_span_it_tested(elsewhere):
+    """The designer meant "the new numbers"; the rule tested "the new": the near miss names that span, what the rule
+    needs of it and what it lacks, in the pack's terms (the lexicon's set, the rule's key), not the walk's."""
+    message = "Again, with the new numbers"
+    found = miss(PACK.explain(message), "follow_up.definite")
+    assert (found.reason, found.setting, found.matched, found.span) == ("guard", "head_in", "the new", (12, 19))
+    assert found.needs == "the phrase it matches to end on a word of the lexicon's 'nouns' set (head_in: nouns)"
+    assert found.lacks == "such a word at the end of 'the new' (12..19), the phrase the pattern took: 'new' is not one"
+    out = run(message).output
+    assert ("  follow_up.definite       needs the phrase it matches to end on a word of the lexicon's 'nouns' set "
+            "(head_in: nouns)\n"
+            "                           lacks such a word at the end of 'the new' (12..19), the phrase the pattern "
+            "took: 'new' is not one\n") in out
+    # the walk's words stay in --all and --json, not in the brief
+    assert "does not end on a word of the lexicon's nouns" not in out and "guard (head_in)" not in out
+    assert "the pattern does not match" not in out and "no_match" not in out
+
+
+def test_a_correction_lists_no_referent_rule_it_did_not_seek(elsewhere):
+    """A correction after an offer asks the referent rules whether it picks its replacement; "we tried that one
+    already" picks none, and no referent rule is a near miss of it."""
+    history = VANS
+    ex = PACK.explain("No, we tried that one already.", history)
+    assert ex.decision.kind == "correction"
+    assert [n for n in ex.near_misses if n.stage == "referent"] == []
+    assert any(a.stage == "referent" for a in ex.attempts)  # they were asked: --all still lists them
+    out = run("No, we tried that one already.", "-H", VANS[0], "-H", f"assistant: {VANS[1]['content']}").output
+    assert "referent." not in out
+    # one that picks its replacement from the offer has it as its referent; one whose selector finds none lists
+    # that rule, the referent it sought
+    picked = PACK.explain("Not that one, the second one.", history)
+    assert picked.decision.kind == "correction" and any(p.name == "referent" for p in picked.decision.parts)
+    sought = PACK.explain("No, not that one, the cheaper one.", history)
+    assert [(n.rule, n.reason) for n in sought.near_misses if n.stage == "referent"] == [
+        ("referent.least", "no_referent")]
 
 
 def test_a_message_longer_than_any_follow_up_takes_names_the_rules_it_was_not_tried_on():
@@ -129,9 +176,13 @@ def test_a_message_longer_than_any_follow_up_takes_names_the_rules_it_was_not_tr
     found = miss(ex, "follow_up.tell-me-more")
     assert (found.reason, found.setting, found.span) == ("too_long", "max_follow_up_words", None)
     assert found.detail == "not tried: 29 words; follow-ups have at most 12"
+    assert (found.needs, found.lacks) == ("a message of at most 12 words (max_follow_up_words)",
+                                          "a message that short: it has 29 words")
     over = PACK.explain("Tell me more. " + "x" * PACK.settings.max_scan_chars)
     found = miss(over, "follow_up.tell-me-more")
     assert (found.reason, found.setting) == ("too_long", "max_scan_chars")
+    assert found.needs == f"a message of at most {PACK.settings.max_scan_chars} characters (max_scan_chars)"
+    assert found.lacks == f"a message that short: it has {PACK.settings.max_scan_chars + 14} characters"
 
 
 def test_the_vocabulary_test_is_a_near_miss_of_its_own():
@@ -139,6 +190,8 @@ def test_the_vocabulary_test_is_a_near_miss_of_its_own():
     (test,) = [n for n in ex.near_misses if n.stage == "vocabulary"]
     assert (test.rule, test.reason, test.setting) == (None, "test", None)
     assert test.detail == "word not in the vocabulary: harlow (the test stops at the first)"
+    assert test.needs == "every word of the message in the pack's vocabulary (its vocabulary sets)"
+    assert test.lacks == "'harlow' in the vocabulary (the first word outside it: the test stops there)"
 
 
 class _Flaky:
@@ -170,6 +223,7 @@ def test_a_search_out_of_time_is_a_near_miss():
     assert ex.decision.note == "timeout in correction.flaky"
     found = miss(ex, "correction.flaky")
     assert (found.reason, found.setting) == ("timeout", "timeout_ms")
+    assert found.needs == f"its search to finish within {MINI.settings.timeout_ms:g} ms (timeout_ms)"
     assert [n.rule for n in ex.near_misses] == ["correction.flaky"]  # the walk stopped there: nothing after it
 
 
@@ -201,6 +255,7 @@ def test_a_lane_that_refuses_for_its_own_reason_is_a_near_miss():
     found = miss(ex, "picky.flaky")
     assert (found.stage, found.reason, found.setting, found.matched) == ("picky", "refused", None, "flaky")
     assert found.detail == "matched, but this lane takes nothing on a test day"
+    assert found.lacks == "what its stage asks, for 'flaky' (12..17): this lane takes nothing on a test day"
 
 
 def test_the_rule_that_decided_and_the_rules_after_it_are_no_near_misses():
@@ -216,7 +271,11 @@ def test_near_misses_are_json():
     assert doc["near_misses"][-1] == {"rule": "follow_up.definite", "stage": "follow_up", "reason": "no_antecedent",
                                       "setting": "requires_antecedent",
                                       "detail": "matched, but there is no conversation before it",
-                                      "span": [9, 18], "matched": "the album"}
+                                      "span": [9, 18], "matched": "the album",
+                                      "needs": "an earlier turn that mentions what its match names "
+                                               "(requires_antecedent)",
+                                      "lacks": "such a turn, for 'the album' (9..18): there is no conversation "
+                                               "before it"}
 
 
 VOCAB = sorted({w for s in PACK.vocab_sets for w in s.words})
@@ -227,7 +286,7 @@ CHAT = st.lists(st.tuples(WORD, SEP), min_size=1, max_size=30).map(lambda ws: ""
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(CHAT, st.lists(CHAT, max_size=2))
+@given(CHAT, st.lists(st.one_of(CHAT, CHAT.map(lambda t: {"role": "assistant", "content": t})), max_size=2))
 def test_every_rule_the_prefilter_names_for_a_turn_no_rule_took_is_a_near_miss(message, history):
     ex = PACK.explain(message, history)
     assert all(n.reason in REASONS for n in ex.near_misses)
@@ -249,6 +308,18 @@ def test_every_rule_the_prefilter_names_for_a_turn_no_rule_took_is_a_near_miss(m
     for n in ex.near_misses:
         if n.span is not None:
             assert message[n.span[0]:n.span[1]] == n.matched
+        assert n.needs and n.lacks
+    # referent rules only where one was sought (a follow-up after a reply, a correction after an offer), and only
+    # those the prefilter named
+    start = len(searched)
+    named_referents = {PACK.matcher.referents.rules[i - start].id for i in found if i >= start}
+    referents = [n for n in ex.near_misses if n.stage == "referent"]
+    assert {n.rule for n in referents} <= named_referents
+    if ex.decision.kind not in ("follow_up", "correction") or not any(
+            isinstance(h, dict) and h.get("role") == "assistant" for h in history):
+        assert referents == []
+    if ex.decision.kind == "correction":
+        assert [n for n in referents if n.reason == "no_match"] == []
 
 
 # -- the brief ------------------------------------------------------------------------------------
@@ -275,8 +346,10 @@ def test_the_brief_of_a_correction(elsewhere):
         "matched: 'Not that one,' at 0..13 of the message\n"
         "query:   Not that one, the other one.\n"
         "parts:   message  from the message: 'Not that one, the other one.'\n"
-        "near misses (the prefilter named them; what stopped each):\n"
-        "  correction.not-what-i-meant  no_match  the pattern does not match\n"
+        "near misses (rules whose words are in the message: what each needs, what the message lacks):\n"
+        "  correction.not-what-i-meant  needs a match of its pattern (the user meant something else)\n"
+        "                               lacks a match: words the pattern looks for are in the message, but not in "
+        "the form it takes\n"
         f"{_pack_line()}\n")
 
 
@@ -296,10 +369,15 @@ def test_the_brief_of_a_follow_up_names_where_each_part_came_from(elsewhere):
         "         message  from the message: 'What about the smaller one?'\n"
         "         reply    from assistant turn 1, 0..63: "
         "'Most bakeries there charge 4 to 5 pounds for a large sourdough.'\n"
-        "near misses (the prefilter named them; what stopped each):\n"
-        "  referent.least        no_referent (select)  on 'the smaller one' at 11..26: its selector (least) found "
-        "nothing in the conversation\n"
-        "  referent.description  no_match              the pattern does not match\n"
+        "near misses (rules whose words are in the message: what each needs, what the message lacks):\n"
+        "  referent.least        needs an option in the conversation's recent turns for its selector to pick "
+        "(select: least)\n"
+        "                        lacks such an option: its selector (least) found none for 'the smaller one' "
+        "(11..26)\n"
+        "  referent.description  needs a match of its pattern (a definite description points at the thing just "
+        "named)\n"
+        "                        lacks a match: words the pattern looks for are in the message, but not in the "
+        "form it takes\n"
         f"{_pack_line()}\n")
 
 
@@ -333,14 +411,24 @@ def test_the_brief_of_a_substantive_turn_lists_its_near_misses(elsewhere):
         "kind:    substantive  (no rule took it: the message is searched as typed)\n"
         "query:   How should we price the new sourdough loaf at the Leeds shop?\n"
         "parts:   message  from the message: 'How should we price the new sourdough loaf at the Leeds shop?'\n"
-        "near misses (the prefilter named them; what stopped each):\n"
-        "  follow_up.person-question  no_match         the pattern does not match\n"
-        "  follow_up.bare-question    no_match         the pattern does not match\n"
-        "  (vocabulary test)          test             word not in the vocabulary: price (the test stops at the "
-        "first)\n"
-        "  follow_up.definite         guard (head_in)  on 'the Leeds' at 46..55: it does not end on a word of the "
-        "lexicon's nouns\n"
-        "  follow_up.fragment         no_match         the pattern does not match\n"
+        "near misses (rules whose words are in the message: what each needs, what the message lacks):\n"
+        "  follow_up.person-question  needs a match of its pattern (a short question about a person an earlier "
+        "turn named, by a personal pronoun)\n"
+        f"                             lacks {NO_FORM}\n"
+        "  follow_up.bare-question    needs a match of its pattern (a short question about what we, you or I did "
+        "or should do, with nothing it is done to or about)\n"
+        f"                             lacks {NO_FORM}\n"
+        "  (vocabulary test)          needs every word of the message in the pack's vocabulary (its vocabulary "
+        "sets)\n"
+        "                             lacks 'price' in the vocabulary (the first word outside it: the test stops "
+        "there)\n"
+        "  follow_up.definite         needs the phrase it matches to end on a word of the lexicon's 'nouns' set "
+        "(head_in: nouns)\n"
+        "                             lacks such a word at the end of 'the Leeds' (46..55), the phrase the pattern "
+        "took: 'Leeds' is not one\n"
+        "  follow_up.fragment         needs a match of its pattern (a fragment with no verb that answers or "
+        "narrows the last turn)\n"
+        f"                             lacks {NO_FORM}\n"
         f"{_pack_line()}\n")
 
 
@@ -356,7 +444,8 @@ def test_a_substantive_turn_the_prefilter_named_no_rule_for_says_so(elsewhere):
 def test_the_brief_is_far_shorter_than_the_walk(elsewhere):
     brief = run("How should we price the new sourdough loaf at the Leeds shop?").output.splitlines()
     walk = run("How should we price the new sourdough loaf at the Leeds shop?", "--all").output.splitlines()
-    assert len(brief) <= 12 and len(walk) >= 40 and len(walk) >= 3 * len(brief)
+    # two lines a near miss (what the rule needs, what the message lacks) and six for the rest
+    assert len(brief) <= 6 + 2 * 5 and len(walk) >= 40 and len(walk) >= 4 * len(brief)
 
 
 def test_json_carries_the_near_misses(elsewhere):

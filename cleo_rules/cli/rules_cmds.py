@@ -289,9 +289,11 @@ def explain(message, history, pack_dir, walk, as_json):
     """Show why MESSAGE got its decision: the rule and its span, where each part of the query came from, and
     the near misses.
 
-    The near misses are the rules whose prefilter words are in MESSAGE but
-    which did not take it, each with what stopped it: the pattern does not
-    match, the message's words over a rule's max_words, a guard (head_in,
+    The near misses are the rules whose words are in MESSAGE but which did
+    not take it, each in two lines: what the rule needs (the rule's key or
+    the pack's setting at work in brackets) and what the message lacks,
+    naming the span the rule tested. What can stop a rule: its pattern does
+    not match, the message's words over a rule's max_words, a guard (head_in,
     unless_name, unless_name_before), no antecedent in the conversation, the
     topic words around the match, a referent rule that found nothing, the
     message's length, a time limit. --all lists every rule of the walk
@@ -345,6 +347,17 @@ def _walk(message, ex) -> str:
     return "\n".join(out)
 
 
+def near_miss_lines(misses) -> list[str]:
+    """Two lines a near miss: the rule (and the span it tested) with what it needs, then what the message lacks."""
+    labels = [n.rule or f"({n.stage} test)" for n in misses]
+    width = max(map(len, labels), default=0)
+    lines = []
+    for n, label in zip(misses, labels):
+        lines.append(f"  {label:<{width}}  needs {n.needs}")
+        lines.append(f"  {'':<{width}}  lacks {n.lacks}")
+    return lines
+
+
 def _brief(message, ex, pack, found) -> str:
     """The decision, the rule and its span, the query's parts and where each came from, the near misses."""
     d = ex.decision
@@ -378,15 +391,8 @@ def _brief(message, ex, pack, found) -> str:
         out.append(f"{key + ':':8} {lines[0]}")
         out.extend(f"{'':8} {line}" for line in lines[1:])
     if ex.near_misses:
-        out.append("near misses (the prefilter named them; what stopped each):")
-        labels = [n.rule or f"({n.stage} test)" for n in ex.near_misses]
-        reasons = [n.reason + (f" ({n.setting})" if n.setting else "") for n in ex.near_misses]
-        lw, rw = max(map(len, labels)), max(map(len, reasons))
-        for n, label, reason in zip(ex.near_misses, labels, reasons):
-            detail = n.detail.removeprefix("matched, but ")
-            if n.matched is not None and n.span is not None:
-                detail = f"on {n.matched!r} at {n.span[0]}..{n.span[1]}: {detail}"
-            out.append(f"  {label:<{lw}}  {reason:<{rw}}  {detail}")
+        out.append("near misses (rules whose words are in the message: what each needs, what the message lacks):")
+        out += near_miss_lines(ex.near_misses)
     elif d.kind != "skip" and d.rule is None:
         out.append("near misses: none (the prefilter named no rule)")
     return "\n".join(out)

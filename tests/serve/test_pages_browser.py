@@ -87,15 +87,24 @@ def test_the_playground_shows_a_turn_s_near_misses_as_explain_names_them(chrome,
         li.find_element(By.TAG_NAME, "summary").click()
         wait(chrome, lambda d: box.get_attribute("data-state") == "done")
         shown = [(item.get_attribute("data-rule") or None, item.get_attribute("data-reason"),
-                  item.get_attribute("data-setting") or None, text(item.find_element(By.CSS_SELECTOR, ".nm-detail")))
+                  item.get_attribute("data-setting") or None, text(item.find_element(By.CSS_SELECTOR, ".nm-needs")),
+                  text(item.find_element(By.CSS_SELECTOR, ".nm-lacks")))
                  for item in box.find_elements(By.CSS_SELECTOR, "li.near-miss")]
         expected = pack.explain(message, before_it).near_misses
-        assert shown == [(n.rule, n.reason, n.setting, n.detail) for n in expected], message
+        assert shown == [(n.rule, n.reason, n.setting, f"needs {n.needs}", f"lacks {n.lacks}") for n in expected], \
+            message
         assert shown  # each of these turns has some
-    # the substantive turn: the guard that refused follow_up.definite is named, with what it matched
+        # no jargon of the walk's: what the rule needs and what the message lacks, as explain prints them
+        assert not any("lexicon's nouns" in needs or "the pattern does not match" in lacks
+                       for *_, needs, lacks in shown)
+    # the substantive turn: the guard that refused follow_up.definite is named, with the span it tested and what
+    # that span lacks
     first = turns[0].find_element(By.CSS_SELECTOR, 'li.near-miss[data-rule="follow_up.definite"]')
-    assert text(first.find_element(By.CSS_SELECTOR, ".nm-reason")) == "guard (head_in)"
     assert text(first.find_element(By.CSS_SELECTOR, ".nm-matched")) == "the Leeds"
+    assert text(first.find_element(By.CSS_SELECTOR, ".nm-needs")) == \
+        "needs the phrase it matches to end on a word of the lexicon's 'nouns' set (head_in: nouns)"
+    assert "'Leeds' is not one" in text(first.find_element(By.CSS_SELECTOR, ".nm-lacks"))
+    assert first.get_attribute("title").startswith("guard (head_in): ")  # the walk's own words, on hover
     assert text(turns[0].find_element(By.CSS_SELECTOR, ".near-misses h4")).startswith("Near misses:")
     # a skipped turn has none to show
     assert turns[2].find_elements(By.CSS_SELECTOR, ".near-misses") == []

@@ -296,9 +296,16 @@ def live(tmp_path, guard, chrome):
 
 
 def edit(path, old, new):
+    """Replace ``old`` with ``new`` in ``path`` in one step, as an editor saves (a new file moved over the old).
+
+    Written in place (truncated, then written), a file is empty for a moment; on a loaded machine the service's
+    watcher can see it so twice in a row, take it as saved and refuse the pack for it, and the page then shows that
+    refusal (E117, file is empty) where the test waits for the edit's own."""
     text_ = path.read_text(encoding="utf-8")
     assert old in text_, f"{old!r} not in {path.name}"
-    path.write_text(text_.replace(old, new, 1), encoding="utf-8")
+    staged = path.with_name(f".{path.name}.saving")
+    staged.write_text(text_.replace(old, new, 1), encoding="utf-8")
+    staged.replace(path)
 
 
 def test_a_changed_pack_reruns_the_conversation_and_marks_what_changed(chrome, live):
@@ -310,9 +317,9 @@ def test_a_changed_pack_reruns_the_conversation_and_marks_what_changed(chrome, l
     # a designer renames a rule: only the turn it decides is marked, rule old beside new
     before = runs(chrome)
     edit(pack_dir / "follow_ups.yaml", "- id: follow_up.what-about\n", "- id: follow_up.what-or-how-about\n")
-    wait(chrome, lambda d: runs(d) > before and d.execute_script("return document.body.dataset.hash")
-         != first.content_hash)
     renamed = load_pack(pack_dir)
+    wait(chrome, lambda d: runs(d) > before and d.execute_script("return document.body.dataset.hash")
+         == renamed.content_hash != first.content_hash)
     assert_matches_library(chrome, renamed, CONVERSATION)
     turns = user_turns(chrome)
     assert [li.get_attribute("data-changed") for li in turns] == ["", "", "", "", "", "rule"]
@@ -329,8 +336,9 @@ def test_a_changed_pack_reruns_the_conversation_and_marks_what_changed(chrome, l
     # then lowers min_chars: the thanks is no longer skipped; the rename is no longer news
     before = runs(chrome)
     edit(pack_dir / "pack.yaml", "min_chars: 10 ", "min_chars: 5  ")
-    wait(chrome, lambda d: runs(d) > before)
     lowered = load_pack(pack_dir)
+    wait(chrome, lambda d: runs(d) > before and d.execute_script("return document.body.dataset.hash")
+         == lowered.content_hash)
     assert_matches_library(chrome, lowered, CONVERSATION)
     turns = user_turns(chrome)
     assert [li.get_attribute("data-changed") for li in turns] == ["", "", "", "kind rule query", "", ""]
@@ -344,7 +352,9 @@ def test_a_changed_pack_reruns_the_conversation_and_marks_what_changed(chrome, l
     # a typo in a rule file: refused with its location, code and help in the page; the old pack keeps answering
     before = runs(chrome)
     edit(pack_dir / "vocabulary.yaml", "    role: nod\n    description:", "    role: nod\n    descripton:")
+    # waited for until the refusal shown is this typo's (not another one the watcher saw on the way)
     problems = wait(chrome, lambda d: d.find_element(By.ID, "problems").is_displayed()
+                    and "descripton" in text(d.find_element(By.ID, "problem-list"))
                     and d.find_element(By.ID, "problems"))
     items = [text(li) for li in problems.find_elements(By.CSS_SELECTOR, "#problem-list li")]
     assert any(item.startswith("pack/vocabulary.yaml:15:5 error[E121] vocab.nod unknown key 'descripton'")

@@ -6,7 +6,9 @@
 ``POST /v1/pack/reload``        load the pack again; it serves only if it passes the acceptance gate
 ``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``; each file named from its
                                 pack (``<pack team>/corrections.yaml``) to any key but an operator's
-                                (:func:`.common.file_namer`)
+                                (:func:`.common.file_namer`); ``shown``, the file as people read it (an
+                                installed pack's as ``<installed pack cleo-en>/corrections.yaml``, as
+                                ``classify`` names it; :func:`shown_names`)
 ``GET /v1/pack/source?file=F``  the lines of one file of the pack (its manifest and rule files only), by the name
                                 ``/v1/pack/rules`` gives the same key
 ``POST /v1/pack/regressions``   a turn as a ``regressions.yaml`` case: its YAML, appended to the corpus
@@ -109,12 +111,40 @@ async def pack_reload(request: Request) -> Response:
     return json_response({"reloaded": changed, **status})
 
 
+def shown_names(pack, files) -> dict[str, str]:
+    """How each of ``files`` (named as the loader names them) is named to people: a file of an installed pack (one
+    in an installed distribution: the bundled pack of a wheel, a pack installed with pip) from that pack's directory,
+    ``<installed pack cleo-en>/corrections.yaml``, as ``classify`` and ``check`` name it (a path into
+    site-packages says nothing to a reader); any other as it is."""
+    from ...resources import in_installed_distribution
+
+    roots = [(Path(where).resolve(), who) for where, who in
+             ((pack.path, pack.name), *((b.path, b.name) for b in pack.composition.bases))
+             if in_installed_distribution(where)]
+    out = {}
+    for name in files:
+        out[name] = name
+        if not roots:
+            continue
+        path = Path(name)
+        path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+        for root, who in roots:
+            if root in path.parents:
+                out[name] = f"<installed pack {who}>/{path.relative_to(root).as_posix()}"
+                break
+    return out
+
+
 async def pack_rules(request: Request) -> Response:
-    pack = admit(request).packs.pack
+    service = admit(request)
+    pack = service.packs.pack
     named = file_namer(request, pack)
-    rules = [{"id": r.id, "kind": r.kind, "file": named(r.file), "line": r.line,
-              "description": getattr(r, "description", ""),
-              "pack": pack.origin(r)} for r in pack.all_rules()]
+    every = pack.all_rules()
+    # to an operator the names are the server's paths: an installed pack's are named from the pack
+    shown = shown_names(pack, {r.file for r in every}) if service.shows_paths(request) else {}
+    rules = [{"id": r.id, "kind": r.kind, "file": named(r.file), "shown": shown.get(r.file) or named(r.file),
+              "line": r.line, "description": getattr(r, "description", ""),
+              "pack": pack.origin(r)} for r in every]
     return json_response({"pack": pack.name, "version": pack.version, "hash": pack.content_hash, "rules": rules,
                           **pack.composition.to_dict()})
 

@@ -4,7 +4,9 @@
 // sent to PUT /v1/pack/file with the SHA-256 of the text it started from; the service judges the whole pack with it
 // (compile, examples, corpus) and writes it only if the pack passes. Written: the turns run again with the pack
 // now serving. Not written: every problem is listed below the file, at its file:line:col with its rule and help,
-// a problem in this file a button that selects its line.
+// a problem in this file a button that selects its line; above the list, the one action that fixes what was found
+// (building the generated corpus for a stale corpus only, the key a typo meant, else the first error's line and help).
+// A file opens at its first rule (its comment header above it), its long lines wrapped.
 
 /** Milliseconds without typing before an edit is sent. */
 export const PAUSE_MS = 500;
@@ -22,6 +24,7 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     busy: false,
     again: false,
     edits: 0,
+    fix: null,      // the action offered for what the last judgement found
   };
 
   function say(text) {
@@ -38,25 +41,109 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     $("edit-where").textContent = `Ln ${line}, Col ${before.length - before.lastIndexOf("\n")}`;
   }
 
-  /** Select line `line` of the text (from column `col`) and bring it into view. */
-  function selectLine(line, col = 1) {
+  /** How far down the text area line `n` starts, its long lines wrapped as shown: measured on a copy of the area
+   * that holds the lines before it. */
+  function lineTop(n) {
+    const style = getComputedStyle(area);
+    const copy = document.createElement("textarea");
+    for (const name of ["font", "letterSpacing", "lineHeight", "padding", "border", "whiteSpace",
+      "overflowWrap", "wordBreak", "tabSize"]) copy.style[name] = style[name];
+    copy.style.boxSizing = "border-box";
+    copy.style.width = `${area.offsetWidth}px`;
+    copy.style.height = "0";
+    copy.style.minHeight = "0";
+    copy.style.position = "absolute";
+    copy.style.visibility = "hidden";
+    copy.style.overflowY = "scroll";
+    copy.value = area.value.split("\n").slice(0, n - 1).join("\n") + (n > 1 ? "\n" : "");
+    document.body.append(copy);
+    const top = n > 1 ? copy.scrollHeight - parseFloat(style.paddingBottom) - (parseFloat(style.lineHeight) || 20)
+      : 0;
+    copy.remove();
+    return Math.max(0, top);
+  }
+
+  /** Select line `line` of the text (from column `col`) and bring it into view, two lines of context above it;
+   * `focus` false leaves the focus where it is (a file just opened). */
+  function selectLine(line, col = 1, focus = true) {
     const lines = area.value.split("\n");
     const n = Math.min(Math.max(1, line), lines.length);
     let start = 0;
     for (let i = 0; i < n - 1; i += 1) start += lines[i].length + 1;
     const end = start + lines[n - 1].length;
-    area.focus();
+    if (focus) area.focus();
     area.setSelectionRange(Math.min(start + Math.max(0, col - 1), end), end);
     const height = parseFloat(getComputedStyle(area).lineHeight) || 20;
-    area.scrollTop = Math.max(0, (n - 3) * height);
+    area.scrollTop = Math.max(0, lineTop(n) - 2 * height);
     where();
+  }
+
+  /** The line a file opens at: its first rule (`- id:`), else its first line that is not a comment. */
+  function firstRuleLine(text) {
+    const lines = text.split("\n");
+    const rule = lines.findIndex((l) => /^\s*-\s+id\s*:/.test(l));
+    if (rule >= 0) return rule + 1;
+    const plain = lines.findIndex((l) => l.trim() && !l.trim().startsWith("#"));
+    return plain >= 0 ? plain + 1 : 1;
+  }
+
+  /** Replace key `bad` on line `line` (at column `col`) with `good`, as a person would type it: checked again. */
+  function replaceKey(line, col, bad, good) {
+    const lines = area.value.split("\n");
+    if (line < 1 || line > lines.length) return;
+    let start = 0;
+    for (let i = 0; i < line - 1; i += 1) start += lines[i].length + 1;
+    const text = lines[line - 1];
+    const at = text.slice(col - 1, col - 1 + bad.length) === bad ? col - 1 : text.indexOf(bad);
+    if (at < 0) return;
+    area.focus();
+    area.setSelectionRange(start + at, start + at + bad.length);
+    if (!document.execCommand("insertText", false, good)) {
+      area.setRangeText(good, start + at, start + at + bad.length, "end");
+      area.dispatchEvent(new Event("input"));
+    }
+    where();
+  }
+
+  /** The one action that fixes what the judgement found, or null (the pack checks, or nothing can be offered). */
+  function fixFor(done, problems) {
+    const errors = problems.filter((p) => p.severity === "error");
+    if (done.ok || !errors.length) return null;
+    // only a stale generated corpus (E231) is fixed by building it with the edit
+    if (errors.every((p) => p.code === "E231")) return { rebuild: true };
+    const first = errors[0];
+    const here = first.file === ed.file && first.line;
+    const typo = /unknown key '([^']+)'/.exec(first.message || "");
+    const meant = /did you mean '([^']+)'\?/.exec(first.help || "");
+    if (here && typo && meant) {
+      return { label: `Replace '${typo[1]}' with '${meant[1]}' (line ${first.line})`, help: "the key it looks like",
+               run: () => replaceKey(first.line, first.col, typo[1], meant[1]) };
+    }
+    const at = first.line ? `${first.file}:${first.line}:${first.col}` : first.file;
+    if (here) {
+      return { label: `Go to line ${first.line}`, help: `${at}: ${first.help || first.message}`,
+               run: () => selectLine(first.line, first.col) };
+    }
+    return { label: null, help: `${at}: ${first.help || first.message}` };
+  }
+
+  function showFix(fix) {
+    $("edit-rebuild-box").hidden = !(fix && fix.rebuild);
+    const box = $("edit-fix-box");
+    const button = $("edit-fix");
+    box.hidden = !fix || Boolean(fix.rebuild);
+    ed.fix = fix && !fix.rebuild ? fix : null;
+    if (box.hidden) return;
+    button.hidden = !fix.label;
+    button.textContent = fix.label || "";
+    $("edit-fix-help").textContent = fix.help || "";
   }
 
   function showProblems(done) {
     const box = $("edit-problems");
     const problems = done ? done.problems || [] : [];
     area.setAttribute("aria-invalid", done && !done.ok ? "true" : "false");
-    $("edit-rebuild-box").hidden = true;
+    showFix(done ? fixFor(done, problems) : null);
     if (!problems.length) {
       box.hidden = true;
       $("edit-problem-list").replaceChildren();
@@ -66,8 +153,6 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
       ? "The pack checks with this edit; notes:"
       : `Not written: the pack does not check with this edit (${done.errors} error${done.errors === 1 ? "" : "s"})`;
     box.classList.toggle("passes", Boolean(done.ok));
-    // stale (E231): the edit changed templates, slots or limits; offer to build the generated corpus with it
-    $("edit-rebuild-box").hidden = done.ok || !problems.some((p) => p.code === "E231" && p.severity === "error");
     $("edit-problem-list").replaceChildren(...problems.map((p) => {
       const item = problemItem(p);
       if (p.file === ed.file && p.line) {
@@ -94,6 +179,7 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     say(`${file}, as on disk.`);
     setState("loaded");
     if (line) selectLine(line);
+    else selectLine(firstRuleLine(data.text), 1, false);
   }
 
   async function submit(rebuild = false) {
@@ -166,6 +252,9 @@ export function createEditor({ api, el, $, problemItem, onWritten }) {
     picker.replaceChildren(...ed.files.map((f) => el("option", { value: f.file, text: `${f.file} (${f.role})` })));
     picker.addEventListener("change", () => load(picker.value));
     $("edit-rebuild").addEventListener("click", () => submit(true));
+    $("edit-fix").addEventListener("click", () => {
+      if (ed.fix && ed.fix.run) ed.fix.run();
+    });
     area.addEventListener("input", () => {
       setState("editing");
       say("Edited: the pack is checked after a pause in typing.");

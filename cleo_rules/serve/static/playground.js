@@ -266,7 +266,8 @@ async function showSource(rule, box) {
   try {
     const data = await api(`/v1/pack/source?file=${encodeURIComponent(rule.file)}`);
     const last = Math.min(ruleEnd(rule), data.lines.length);
-    const pre = el("pre", { class: "source", "aria-label": `${rule.file} lines ${rule.line} to ${last}` });
+    const label = `${rule.shown || rule.file} lines ${rule.line} to ${last}`;
+    const pre = el("pre", { class: "source", "aria-label": label });
     for (let n = rule.line; n <= last; n += 1) {
       pre.append(el("span", { class: n === rule.line ? "src-line src-rule" : "src-line" },
                     el("span", { class: "src-no", text: String(n) }), data.lines[n - 1] ?? ""), "\n");
@@ -323,7 +324,9 @@ async function fillRecall(result, box) {
   }
 }
 
-/** The near misses of a turn (POST /v1/explain): the rules whose words are in it that did not take it, and why. */
+/** The near misses of a turn (POST /v1/explain): the rules whose words are in it that did not take it, each with
+ * the span it tested, what it needs and what the message lacks; the reason's code and the walk's own words are kept
+ * in a tooltip. */
 async function fillNearMisses(result, box) {
   box.dataset.state = "loading";
   box.replaceChildren(el("p", { class: "help", text: "asking which rules nearly took it…" }));
@@ -332,14 +335,17 @@ async function fillNearMisses(result, box) {
     const data = await api("/v1/explain", { method: "POST", body });
     const misses = data.near_misses || [];
     box.replaceChildren(
-      el("h4", { text: misses.length ? "Near misses: rules whose words are in the message, and what stopped each"
+      el("h4", { text: misses.length ? "Near misses: rules whose words are in the message, what each needs and what "
+                                       + "the message lacks"
                                      : "Near misses: none (no rule's words are in the message)" }),
       misses.length ? el("ul", { class: "near-miss-list" }, misses.map((n) => el("li", {
         class: "near-miss", "data-rule": n.rule || "", "data-reason": n.reason, "data-setting": n.setting || "",
-      }, el("span", { class: "nm-rule", text: n.rule || `(${n.stage} test)` }), " ",
-         el("span", { class: "nm-reason", text: n.setting ? `${n.reason} (${n.setting})` : n.reason }), " ",
-         n.matched !== null ? el("q", { class: "nm-matched", text: n.matched }) : null, n.matched !== null ? " " : null,
-         el("span", { class: "nm-detail", text: n.detail })))) : null);
+        title: `${n.setting ? `${n.reason} (${n.setting})` : n.reason}: ${n.detail}`,
+      }, el("span", { class: "nm-rule", text: n.rule || `(${n.stage} test)` }),
+         n.matched !== null ? el("span", { class: "nm-tested" }, " tested ", el("q", { class: "nm-matched",
+                                                                                      text: n.matched })) : null,
+         el("div", { class: "nm-needs" }, el("span", { class: "nm-label", text: "needs " }), n.needs),
+         el("div", { class: "nm-lacks" }, el("span", { class: "nm-label", text: "lacks " }), n.lacks)))) : null);
     box.dataset.state = "done";
   } catch (error) {
     box.replaceChildren(el("p", { class: "error", text: error.message }));
@@ -406,7 +412,7 @@ function userTurn(result, old) {
   const ruleRow = rule
     ? el("p", { class: "rule-row" }, "Rule ",
         el("a", { class: "rule-link", href: `/v1/pack/source?file=${encodeURIComponent(rule.file)}#L${rule.line}`,
-                  text: `${rule.file}:${rule.line}` }),
+                  text: `${rule.shown || rule.file}:${rule.line}`, title: `${rule.file}:${rule.line}` }),
         ` (${rule.id}, ${rule.kind}`, state.rules.composed ? el("span", { class: "rule-pack", text: `, from ${rule.pack}` })
           : null, `): ${rule.description || ""}`)
     : el("p", { class: "rule-row", text: d.kind === "skip" ? "No rule: the message is under the pack's min_chars."
@@ -486,6 +492,7 @@ async function execute(turns, reason) {
   const previous = reason === "pack" && state.last ? state.last : null;
   const list = $("turns");
   const items = [];
+  const changes = [];
   let assistants = 0;
   let n = 0;
   turns.forEach((turn) => {
@@ -498,6 +505,8 @@ async function execute(turns, reason) {
     const old = previous && previous.results[n] && previous.results[n].message === result.message
       ? previous.results[n].decision : null;
     items.push(userTurn(result, old));
+    const changed = changesOf(old, result.decision);
+    if (changed.length) changes.push({ result, old, changed });
     n += 1;
   });
   list.replaceChildren(...items);
@@ -510,6 +519,7 @@ async function execute(turns, reason) {
   const changed = list.querySelectorAll("li.changed").length;
   setStatus(`${users.length} user turns classified by ${state.status ? state.status.pack : "the pack"} (${hash})`
             + (previous ? `; the pack changed: ${changed} turn${changed === 1 ? "" : "s"} changed` : ""));
+  showChanges(previous ? changes : null, previous, hash);
   if (state.memory && $("tenant").value.trim()) {
     list.querySelectorAll("li.turn-user").forEach((li) => {
       const result = results.find((r) => String(r.index) === li.dataset.index);
@@ -517,6 +527,39 @@ async function execute(turns, reason) {
       if (result && box) fillRecall(result, box);
     });
   }
+}
+
+/** Where the designer edits (the rule files' section): which turns the pack's last change changed, each a button
+ * that brings the turn into view (they are below the editor, often below the fold); `changes` null: a run of a
+ * conversation of its own (the summary goes). */
+function showChanges(changes, previous, hash) {
+  const box = $("edit-changes");
+  if (!box) return;
+  if (changes === null) {
+    box.hidden = true;
+    $("edit-change-list").replaceChildren();
+    return;
+  }
+  const n = changes.length;
+  $("edit-changes-title").textContent = n
+    ? `With the new pack (${hash}), ${n} turn${n === 1 ? "" : "s"} changed:`
+    : `With the new pack (${hash}), no turn of the conversation changed.`;
+  box.dataset.hash = hash || "";
+  $("edit-change-list").replaceChildren(...changes.map(({ result, old, changed }) => {
+    const d = result.decision;
+    // the kind and the rule old → new; a query, often lines long, as changed (the turn's table shows both)
+    const what = changed.map((field) => (field === "query" ? "query changed"
+      : `${field} ${old[field] ?? "—"} → ${d[field] ?? "—"}`)).join("; ");
+    const go = el("button", { type: "button", class: "goto-turn", text: `User turn ${result.userTurn}` });
+    go.addEventListener("click", () => {
+      const li = document.querySelector(`#turns li.turn-user[data-index="${result.index}"]`);
+      if (!li) return;
+      li.scrollIntoView({ block: "center" });
+      li.querySelector("summary").focus();
+    });
+    return el("li", { class: "change", "data-index": result.index }, go, `: ${what}`);
+  }));
+  box.hidden = false;
 }
 
 function run(reason = "manual") {
