@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clip", "list_items"]
+__all__ = ["clip", "list_items", "words_before"]
 
 # a list item's marker at the start of a line, and the spaces or tabs after it
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*\u2022\u25aa\u2013]|\d{1,2}[.)]|[a-hA-H][.)]|\(\w\))[ \t]+")
@@ -44,3 +44,13 @@ def clip(item: str, words: int = 8) -> str:
     """A list item's leading words, up to a colon or dash that starts its details."""
     head = re.split(r"\s[-\u2013\u2014:]\s|:\s", item, maxsplit=1)[0]
     return " ".join(head.split()[:words]).rstrip(",;.")
+
+
+def words_before(text: str, start: int, at: int, count: int) -> int:
+    """Where the ``count``-th word before ``at`` starts (not before ``start``)."""
+    for _ in range(count):
+        end = start + len(text[start:at].rstrip())
+        at = text.rfind(" ", start, end) + 1
+        if at <= start:
+            return start
+    return at

@@ -30,7 +30,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-__all__ = ["NameSpan", "names", "number_word"]
+__all__ = ["NameSpan", "before_time", "names", "number_word"]
 
 # a capitalised word: an upper-case letter then letters, digits, inner
 # apostrophes, hyphens or dots ("O'Brian", "Blink-182", "T.I."), or a word in
@@ -200,4 +200,17 @@ def names(text: str, common: frozenset[str] | set[str] = frozenset(), function_w
     return out
 
 
+_TIME_TAIL = re.compile(r"\s+(?:on|of|upon)\s+\S+$")
 
+
+def before_time(name, time_words):
+    """``name`` (a :class:`~cleo_rules.names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
+    on Monday": "Lisbon"), or None when nothing but the time is left."""
+    tail = _TIME_TAIL.search(name.text)
+    if tail is None:
+        return None
+    head = name.text[: tail.start()]
+    words = re.findall(r"[\w'\u2019-]+", head.lower())
+    if not words or words[-1].replace("\u2019", "'").removesuffix("'s") in time_words:
+        return None
+    return type(name)(head, name.start, name.start + len(head), name.initial)

@@ -23,6 +23,13 @@ finds the **referent** of a follow-up, deterministically:
 3. the first rule that finds something wins; its referent is recorded with
    where it came from (which turn, which span of it, which rule).
 
+A selector **abstains** on weak evidence: ``position``, ``other``, ``all``
+pick only from a reply that lists its options (list items, names joined by
+"and", "or", commas), not a passage's names; "he" and "the landlord" never take
+a thing's or a place's name (:mod:`cleo_rules.persons`); nothing takes an
+adjective typed with a capital, a unit or a user's interjection; a passage (over
+:data:`PASSAGE_WORDS` words) gives only its opening or a repeated name.
+
 *Options* of a reply are its list items (lines starting "-", "*", "•", "1.",
 "a)") when it has at least two, else the things it names in order.
 *Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
@@ -62,8 +69,9 @@ from threading import Lock
 
 from . import timed
 from .history import ASSISTANT, Said
-from .listing import clip, list_items
-from .names import names, number_word
+from .listing import clip, list_items, words_before
+from .names import before_time, names, number_word
+from .persons import ADJECTIVAL, PLACE, QUALITY, THING, UNITS, exclaimed, name_kind
 from .text import normalize
 from .values import bare_value, comparing, coordinated, figure, first_value, value_kinds
 
@@ -76,6 +84,8 @@ DEFAULT_REACH = {"person": 12}
 #: ("Hadley at 2,140 and Cresswell", "Brightwell, Marsh Lane or Tillotson"), then "the" at most.
 _COORDINATED = re.compile(r"(?:[,;\n]|\b(?:and|or))\s*(?:the\s+)?$", re.I)
 REACH = 6
+#: A turn longer than this many words is a passage: a thing it names once, past its opening, is no referent.
+PASSAGE_WORDS = 60
 #: Turns whose reading is remembered (by content), per finder.
 CACHE_ITEMS = 8192
 CACHE_CHARS = 2000  # a longer turn is read on each call rather than kept
@@ -103,10 +113,10 @@ class Mention:
     turn is read, since salience compares them on every later turn.
     """
 
-    __slots__ = ("text", "start", "end", "subject", "key", "low", "words")
+    __slots__ = ("text", "start", "end", "subject", "key", "low", "words", "kind")
 
-    def __init__(self, text: str, start: int, end: int, subject: bool = False):
-        self.text, self.start, self.end, self.subject = text, start, end, subject
+    def __init__(self, text: str, start: int, end: int, subject: bool = False, kind: str = ""):
+        self.text, self.start, self.end, self.subject, self.kind = text, start, end, subject, kind
         self.low = text.lower()
         self.key = _key(text)
         self.words = _words(text)
@@ -158,6 +168,7 @@ def _key(text: str) -> str:
 class _Reading:
     mentions: tuple[Mention, ...]
     options: tuple[Mention, ...]
+    offered: bool = False  # the options are list items or coordinated phrases, not just the things named in order
 
 
 class ReferentFinder:
@@ -165,7 +176,7 @@ class ReferentFinder:
 
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
                  proper=frozenset(), nouns=frozenset(), qualifiers=frozenset(), plain_nouns=frozenset(),
-                 time_words=(), clause_verbs=(), max_words: int = 12,
+                 time_words=(), clause_verbs=(), given_names=frozenset(), people=frozenset(), max_words: int = 12,
                  timeout: float = 0.05, max_chars: int = DEFAULT_MAX_CHARS):
         self.rules = tuple(rules)
         self.max_chars = max_chars
@@ -176,6 +187,7 @@ class ReferentFinder:
         self._modifiers = self._dictionary | frozenset(qualifiers)  # English words that may qualify a noun
         self._plain = frozenset(plain_nouns)  # nouns that are no verb: "restaurant", not "charges"
         self._function = frozenset(function_words)
+        self._given, self._people = frozenset(given_names), frozenset(people)
         self._time = frozenset(w.lower() for w in time_words)
         verbs = sorted({v.lower() for v in clause_verbs}, key=len, reverse=True)
         self._verbs = re.compile(r"\s(?:" + "|".join(map(re.escape, verbs)) + r")\b", re.I) if verbs else None
@@ -237,12 +249,15 @@ class ReferentFinder:
         for n in names(text, self._common, self._function, self._dictionary, self._proper, self._nouns):
             key = _key(n.text)
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
-                n = _before_time(n, self._time)  # "Lisbon on Monday": the place, not the day
+                n = before_time(n, self._time)  # "Lisbon on Monday": the place, not the day
                 if n is None:
                     continue
-            if self._modifier(text, n) or bare_value(n.text, self._time):
-                continue  # "Italian food" qualifies a noun; "EUR", "9:10", "Friday" name no thing
-            found.append(Mention(n.text, n.start, n.end, subject=n.initial))
+            if self._modifier(text, n) or bare_value(n.text, self._time) or (not reply and exclaimed(text, n)) or \
+                    key in UNITS:
+                continue  # "Italian food" qualifies a noun; "EUR", "9:10", "Friday" name no thing; "Heck, ..."
+            # "Indian or Italian?" offers two options, but "it" or "the address" never points at an adjective
+            kind = QUALITY if self._adjective(key) else name_kind(text, n.start, n.end, self._given, self._people)
+            found.append(Mention(n.text, n.start, n.end, subject=n.initial, kind=kind))
             if len(found) == MAX_MENTIONS:
                 break  # names come in order: no later one is among the first MAX_MENTIONS things named
         # names come in order and do not overlap: a quotation starts inside one only if it starts inside
@@ -265,6 +280,7 @@ class ReferentFinder:
         found.sort(key=lambda m: m.start)
         del found[MAX_MENTIONS:]
         items = list_items(text, MAX_MENTIONS)
+        offered = True
         if len(items) >= 2:
             options = tuple(Mention(clip(item), start, start + len(clip(item))) for start, item in items)
         else:
@@ -275,7 +291,9 @@ class ReferentFinder:
                     if not any(_same(m, o) for o in distinct):
                         distinct.append(m)
                 options = tuple(distinct)
-        return _Reading(tuple(found), options)
+                # names joined by "and", "or", commas ("X and Y can both come") are offered; a passage's are not
+                offered = all(_COORDINATED.search(text[a.end:b.start]) for a, b in zip(options, options[1:]))
+        return _Reading(tuple(found), options, offered)
 
     def _coordinated_options(self, text: str, found: list[Mention]) -> tuple[Mention, ...]:
         """The options of the first sentence of ``text`` whose coordinated phrases each name a thing or hold a
@@ -300,7 +318,7 @@ class ReferentFinder:
                 spans.append((lead if not spans else a, b))
             else:
                 if named[0] is None:  # as many words before its value as the last phrase has ("TAP at 9:10")
-                    spans[0] = (_words_before(text, sentence[0][0], spans[0][0],
+                    spans[0] = (words_before(text, sentence[0][0], spans[0][0],
                                               len(text[sentence[-1][0]:first_value(text, *sentence[-1])].split())),
                                 spans[0][1])
                 last = named[-1]
@@ -318,6 +336,11 @@ class ReferentFinder:
         rest = subject.text[name.end - subject.start:].split()
         return 1 <= len(rest) <= 3 and all(w.isalpha() and w.islower() and w not in self._function and
                                            (w in self._nouns or w not in self._dictionary) for w in rest)
+
+    def _adjective(self, key: str) -> bool:
+        """Whether a name's last word is an English adjective of a people or a quality ("Indian", "Caribbean",
+        "Islamic") rather than a given name: what it qualifies is left unsaid ("Mexican will be fine")."""
+        return key.endswith(ADJECTIVAL) and key not in self._given and (key in self._modifiers or key in self._proper)
 
     def _modifier(self, text: str, name) -> bool:
         """Whether a one-word name is an English word qualifying the lower-case noun right after it ("an
@@ -430,18 +453,23 @@ class ReferentFinder:
             return self._option(rule, match, message_low, window)
         return self._salient(rule, match, message_low, window, decay=0.8 if sel == "person" else 0.5)
 
-    def _offers(self, window):
-        """Assistant turns offering two or more options, most recent first: ``(said, options)``."""
+    def _offers(self, window, listed: bool = False):
+        """Assistant turns offering two or more options, most recent first: ``(said, options)``; ``listed``: only
+        turns whose options are list items or coordinated phrases ("X at 9:10 and Y at 13:25"), up to the first
+        whose options are only a passage's names in order (what such a turn names is no offer to pick from)."""
         for said in reversed(window):
             if said.role == ASSISTANT:
-                options = self._read(said).options
-                if len(options) >= 2:
-                    yield said, options
+                reading = self._read(said)
+                if len(reading.options) >= 2:
+                    if listed and not reading.offered:
+                        return
+                    yield said, reading.options
 
     def _option(self, rule, match, message_low, window) -> Referent | None:
         if rule.select == "other":
             return self._other(rule, message_low, window)
-        said, options = next(self._offers(window), (None, ()))
+        # a position needs a listed offer; a figure picks among any things named, each with its own figure
+        said, options = next(self._offers(window, listed=rule.select == "position"), (None, ()))
         if said is None:
             return None
         sel = rule.select
@@ -494,7 +522,7 @@ class ReferentFinder:
 
     def _all(self, rule, message_low, window) -> Referent | None:
         """Every option of the most recent offer ("compare them", "both"), unless the message names one."""
-        offer = self.offer(window, len(window))
+        offer = next(self._offers(window, listed=True), None)
         if offer is None:
             return None
         said, options = offer
@@ -509,7 +537,7 @@ class ReferentFinder:
 
     def _other(self, rule, message_low, window) -> Referent | None:
         """The one option of an offer that nothing since has named or pointed at (nor the message)."""
-        for said, options in self._offers(window):
+        for said, options in self._offers(window, listed=True):
             later = [s for s in window if s.index > said.index]
             named = [m for s in later for m in self._read(s).mentions]
             # what the user's turns since pointed at ("the bigger one") counts as named too
@@ -529,12 +557,16 @@ class ReferentFinder:
         best: dict[str, tuple[Mention, Said]] = {}
         said_words = set(re.findall(r"[\w']+", message_low))
         head = match.group().split()[-1] if rule.select == "thing" else None
+        # "he", "her", "the landlord" point at a person: never a name its text marks as an organisation's, a place's
+        # or a work's; nothing points at an adjective typed with a capital ("Indian")
+        person = rule.select == "person" or head in self._people
         for age, said in enumerate(reversed(window)):
             weight = decay ** age
             for m in self._read(said).mentions:
                 k = m.key
-                if not k or k in said_words or m.low in message_low:
-                    continue  # the message names it already
+                if not k or k in said_words or m.low in message_low or m.kind == QUALITY or \
+                        (person and m.kind in (THING, PLACE)):
+                    continue  # the message names it already, or it is not of the kind pointed at
                 s = weight * (2.0 if m.subject else 1.0)
                 if head and head in m.words:
                     s *= 3.0  # "the band" and "the Mothers of Invention band"
@@ -545,6 +577,9 @@ class ReferentFinder:
             return None
         top = max(scores, key=lambda k: (scores[k], best[k][1].index))
         mention, said = best[top]
+        if len(said.content[: self.max_chars].split()) > PASSAGE_WORDS and mention.start > 0 and \
+                sum(m.key == top for m in self._read(said).mentions) < 2:
+            return None  # a passage names many things once: only its opening subject or a repeated name stands out
         return self._referent(mention, rule, said)
 
     def _referent(self, mention: Mention, rule, said: Said) -> Referent | None:
@@ -555,21 +590,6 @@ class ReferentFinder:
         return Referent(text, rule.id, said, (mention.start, mention.start + len(text)))
 
 
-_TIME_TAIL = re.compile(r"\s+(?:on|of|upon)\s+\S+$")
-
-
-def _before_time(name, time_words):
-    """``name`` (a :class:`~cleo_rules.names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
-    on Monday": "Lisbon"), or None when nothing but the time is left."""
-    tail = _TIME_TAIL.search(name.text)
-    if tail is None:
-        return None
-    head = name.text[: tail.start()]
-    if not head or _key(head) in time_words:
-        return None
-    return type(name)(head, name.start, name.start + len(head), name.initial)
-
-
 def _option(text: str, start: int, end: int, name: Mention | None) -> Mention:
     """The option ``text[start:end]``, known by its thing's name (``name``, when it names one): its key is the
     name's."""
@@ -577,13 +597,3 @@ def _option(text: str, start: int, end: int, name: Mention | None) -> Mention:
     if name is not None:
         option.key = name.key
     return option
-
-
-def _words_before(text: str, start: int, at: int, count: int) -> int:
-    """Where the ``count``-th word before ``at`` starts (not before ``start``)."""
-    for _ in range(count):
-        end = start + len(text[start:at].rstrip())
-        at = text.rfind(" ", start, end) + 1
-        if at <= start:
-            return start
-    return at

@@ -171,7 +171,8 @@ def build_matcher(settings, rules: Mapping[str, tuple], identity, *, lexicon: Ma
         rules.get(FileKind.REFERENTS, ()), common=common, dictionary=common | nouns, function_words=function_words,
         proper=lexicon.get("proper", frozenset()), nouns=nouns,
         qualifiers=lexicon.get("qualifiers", frozenset()), plain_nouns=lexicon.get("plain_nouns", frozenset()),
-        time_words=referent_words.get("time_words", ()),
+        time_words=referent_words.get("time_words", ()), given_names=lexicon.get("given_names", frozenset()),
+        people=lexicon.get("people", frozenset()),
         clause_verbs=referent_words.get("clause_verbs", ()), max_words=settings.max_referent_words,
         timeout=settings.timeout_ms / 1000.0, max_chars=settings.max_scan_chars)
     vocabulary = Vocabulary(vocab_sets, settings.timeout_ms / 1000.0)
