@@ -26,17 +26,19 @@ def example() -> str:
     return re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
 
 
-def test_the_plain_python_example_searches_the_shaped_query_or_nothing():
+def test_the_plain_python_example_searches_the_shaped_query_or_nothing(capsys):
     code = example()
-    assert len(code.strip().splitlines()) <= 15  # "a dozen lines"
-    store = Store()
-    namespace = {"store": store}
+    namespace: dict = {}
     exec(compile(code, "README.md (plain Python)", "exec"), namespace)
     history = namespace["history"]
     decision = load_pack().classify("Yes, go with the second one.", history)
     assert decision.kind == "follow_up" and decision.query != decision.message
     assert namespace["decision"] == decision
-    assert store.asked == [(decision.query, 5)] and len(namespace["hits"]) == 5
-    # a skipped turn searches nothing
+    assert namespace["hits"][0].startswith("Zego Van")  # the chosen option's note, found by the shaped query
+    assert capsys.readouterr().out.startswith("follow_up ")
+    # the example's recall() calls the store's search with the shaped query, or not at all
+    store = Store()
+    shaped, hits = namespace["recall"]("Yes, go with the second one.", history, store.similarity_search)
+    assert shaped == decision and store.asked == [(decision.query, 5)] and len(hits) == 5
     skipped, hits = namespace["recall"]("Thanks!", history, store.similarity_search)
     assert skipped.kind == "skip" and hits == [] and len(store.asked) == 1
