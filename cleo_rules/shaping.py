@@ -359,14 +359,13 @@ _NEGATION = re.compile(r"\b(?:not|no|never|except|without|instead of|rather than
 def _rejected(finder, normalized: str, history) -> list[str]:
     """The options of the assistant's last offer that the message turns down: those it names right after a
     negation by a word or value no other option has ("not the 8:10", "anything but Hadley")."""
+    refused = {w for m in _NEGATION.finditer(normalized) for w in _option_tokens(m.group(1), finder.function_words)}
+    if not refused:
+        return []  # no negation: no reply is read
     offer = finder.offer(history, reach=2)
     if offer is None:
         return []
-    options = offer[1]
-    refused = {w for m in _NEGATION.finditer(normalized) for w in _option_tokens(m.group(1), finder.function_words)}
-    if not refused:
-        return []
-    return [o.text for o in _named_by(finder, options, refused)]
+    return [o.text for o in _named_by(finder, offer[1], refused)]
 
 
 def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):
