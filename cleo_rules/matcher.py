@@ -28,7 +28,6 @@ is that walk with a recorder.
 from __future__ import annotations
 
 from bisect import bisect_left
-import functools
 import hashlib
 import logging
 import threading
@@ -73,9 +72,9 @@ class _KindCache:
     """The kinds of messages seen before, bounded by count and by bytes.
 
     A message of at most ``short`` characters (nearly every chat message) is
-    its own key: the standard LRU cache, whose lookups reuse the string's
-    stored hash, holds at most ``size`` of them, so at most ``size * short``
-    characters. A longer one is remembered by a 16-byte digest: its kind
+    its own key: at most ``size`` of them are held, so at most ``size * short``
+    characters; :meth:`remember` puts one there whose kind is known already
+    (the message of a turn, which the next turn's history holds). A longer one is remembered by a 16-byte digest: its kind
     depends only on whether it is long enough to be read, on its first
     ``max_scan_chars`` characters and on whether it goes on past them, so the
     key is the digest of those characters and a flag, and no long message is
@@ -89,13 +88,32 @@ class _KindCache:
         self._scan = max_scan_chars
         self._size = size
         self._shortest = short
-        self._short = functools.lru_cache(maxsize=size)(kind_of)
+        self._short: OrderedDict[str, str] = OrderedDict()
         self._long: OrderedDict[bytes, str] = OrderedDict()
         self._lock = threading.Lock()
 
+    def _keep(self, held: OrderedDict, key, kind: str) -> None:
+        with self._lock:
+            held[key] = kind
+            held.move_to_end(key)
+            if len(held) > self._size:
+                held.popitem(last=False)
+
+    def remember(self, message: str, kind: str) -> None:
+        """Hold ``kind`` as the kind of ``message`` (its walk with no history), if it is short enough to be a key."""
+        if len(message) <= self._shortest:
+            self._keep(self._short, message, kind)
+
     def kind(self, message: str) -> str:
         if len(message) <= self._shortest:
-            return self._short(message)
+            with self._lock:
+                kind = self._short.get(message)
+                if kind is not None:
+                    self._short.move_to_end(message)
+                    return kind
+            kind = self._kind_of(message)
+            self._keep(self._short, message, kind)
+            return kind
         scanned, head = message[: self._scan], message[: self._scan + 1]  # the head decides as the whole does...
         if visible_length(head) < self._min_chars and visible_length(head := message) < self._min_chars:
             return SKIP  # ...once it shows min_chars visible characters; else the whole is read
@@ -108,18 +126,15 @@ class _KindCache:
                 self._long.move_to_end(key)
                 return kind
         kind = self._kind_of(head)
-        with self._lock:
-            self._long[key] = kind
-            if len(self._long) > self._size:
-                self._long.popitem(last=False)
+        self._keep(self._long, key, kind)
         return kind
 
     def __len__(self) -> int:
-        return self._short.cache_info().currsize + len(self._long)
+        return len(self._short) + len(self._long)
 
     def clear(self) -> None:
-        self._short.cache_clear()
         with self._lock:
+            self._short.clear()
             self._long.clear()
 
 
@@ -197,11 +212,12 @@ class Matcher:
         """
         return WalkResult(*self._walk(message, recorder, history))
 
-    def _walk(self, message: str, recorder: Recorder | None = None, history=None):
+    def _walk(self, message: str, recorder: Recorder | None = None, history=None, made=None):
         """The walk (:meth:`walk`), its outcome as the plain tuple of :class:`WalkResult`'s fields, in order.
 
         :meth:`classify` and :meth:`kind_of` read the tuple: one frozen value
-        less to make per message.
+        less to make per message. ``made``, a list, is given the
+        :class:`~cleo_rules.walk.Walk` the lanes read, if one was made.
         """
         s = self.settings
         stripped = visible_length(message)
@@ -253,10 +269,13 @@ class Matcher:
                     walk.text = text
                     walk.words = words
                     walk.tokens = tokens
-                    walk.history = history
+                    walk._history = history
+                    walk.history_read = False
                     walk.recorder = recorder
                     walk.vocabulary = vocabulary
                     walk.cover = walk.spans = None
+                    if made is not None:
+                        made.append(walk)
                 hit = ask(walk, candidates)
                 if hit is not None:
                     return decides, hit[0], hit[1], text, None, referents, number
@@ -315,7 +334,11 @@ class Matcher:
         if not isinstance(message, str):
             raise TypeError(f"message must be a string, found {type(message).__name__}")
         said = read_history(history)
-        kind, rule, span, normalized, note, referents, _ = self._walk(message, recorder, said)
+        made: list = []
+        kind, rule, span, normalized, note, referents, _ = self._walk(message, recorder, said, made)
+        if note is None and recorder is None and not (made and made[0].history_read):
+            # no lane read the history: the kind is the message's own, which the next turn's anchor asks for
+            self._history_kinds.remember(message, kind)
         given = None
         if kind == SUBSTANTIVE and rule is None and note is None and normalized is not None and said:
             given = self._named_choice(normalized, said, recorder)

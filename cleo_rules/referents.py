@@ -73,7 +73,7 @@ from .listing import clip, list_items, words_before
 from .names import before_time, names, number_word
 from .persons import ADJECTIVAL, PLACE, QUALITY, THING, UNITS, exclaimed, name_kind
 from .text import normalize
-from .values import bare_value, comparing, coordinated, figure, first_value, value_kinds
+from .values import bare_value, comparing, coordinated, figure, first_value, same_kinds
 
 __all__ = ["Mention", "Referent", "ReferentFinder", "SELECTORS"]
 
@@ -246,7 +246,7 @@ class ReferentFinder:
 
     def _read_text(self, text: str, reply: bool) -> _Reading:
         found: list[Mention] = []
-        for n in names(text, self._common, self._function, self._dictionary, self._proper, self._nouns):
+        for n in self.names(text):  # the names a guard or the topic may have read off this text already
             key = _key(n.text)
             if key in self._time or key.removesuffix("s") in self._time or n.text.lower() in self._time:
                 n = before_time(n, self._time)  # "Lisbon on Monday": the place, not the day
@@ -304,7 +304,7 @@ class ReferentFinder:
         to its name too ("Brightwell, Marsh Lane or Tillotson for a quote")."""
         starts = [m.start for m in found]
         for sentence in coordinated(text, MAX_MENTIONS):
-            if len({value_kinds(text, a, b) for a, b in sentence}) > 1:
+            if not same_kinds(text, sentence):
                 continue  # "bricks at 0.98 each and delivery Wednesday": phrases of different makes, no offer
             named: list[Mention | None] = []
             spans = []

@@ -91,13 +91,26 @@ _WORD = re.compile(r"\w+")
 def render(template: str, **parts: str) -> str:
     """``template`` over ``parts``, leaving out every line whose fields are all empty."""
     lines = []
-    formatter = string.Formatter()
-    for line in template.split("\n"):
-        fields = [f for _, f, _, _ in formatter.parse(line) if f is not None]
+    values = _Parts(parts)
+    for line, fields in _template_lines(template):
         if fields and not any(parts.get(f) for f in fields):
             continue
-        lines.append(line.format_map(_Parts(parts)))
+        lines.append(line.format_map(values))
     return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _template_lines(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each line of ``template`` with the fields it names: a pack's few templates, each parsed once."""
+    formatter = string.Formatter()
+    return tuple((line, tuple(f for _, f, _, _ in formatter.parse(line) if f is not None))
+                 for line in template.split("\n"))
+
+
+@functools.lru_cache(maxsize=64)
+def _template_fields(template: str) -> tuple[str, ...]:
+    """The fields ``template`` names, in order (a pack's few templates, each parsed once)."""
+    return tuple(f for _, f, _, _ in string.Formatter().parse(template) if f)
 
 
 class _Parts(dict):
@@ -236,7 +249,7 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
         if referent is not None and recorder is not None:
             recorder.referent(referent)
     template = settings.combine_resolved if referent is not None and referent.rule else settings.combine
-    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    fields = _template_fields(template)
     parts: list[Part] = []
     anchor = matcher.anchor(history) if "anchor" in fields else None
     # the reply the query would carry (_last_reply reads the same one) is a passage
@@ -346,14 +359,13 @@ _NEGATION = re.compile(r"\b(?:not|no|never|except|without|instead of|rather than
 def _rejected(finder, normalized: str, history) -> list[str]:
     """The options of the assistant's last offer that the message turns down: those it names right after a
     negation by a word or value no other option has ("not the 8:10", "anything but Hadley")."""
+    refused = {w for m in _NEGATION.finditer(normalized) for w in _option_tokens(m.group(1), finder.function_words)}
+    if not refused:
+        return []  # no negation: no reply is read
     offer = finder.offer(history, reach=2)
     if offer is None:
         return []
-    options = offer[1]
-    refused = {w for m in _NEGATION.finditer(normalized) for w in _option_tokens(m.group(1), finder.function_words)}
-    if not refused:
-        return []
-    return [o.text for o in _named_by(finder, options, refused)]
+    return [o.text for o in _named_by(finder, offer[1], refused)]
 
 
 def shape_correction(matcher, message: str, normalized: str, history, recorder=None, span=None):

@@ -21,8 +21,10 @@ Every function reads its text once, in time linear in its length.
 from __future__ import annotations
 
 import re
+from itertools import chain
 
-__all__ = ["CURRENCY_CODES", "UNITS", "bare_value", "coordinated", "figure", "first_value", "value_kinds"]
+__all__ = ["CURRENCY_CODES", "UNITS", "bare_value", "coordinated", "figure", "first_value", "same_kinds",
+           "value_kinds"]
 
 #: Currency codes and words (lower case): a figure's unit, never a thing.
 CURRENCY_CODES = frozenset({
@@ -74,11 +76,12 @@ def bare_value(text: str, extra=frozenset()) -> bool:
 
 def coordinated(text: str, most: int = 64):
     """The coordinated phrases of each sentence of ``text`` that has two or more: one ``[(start, end), ...]`` per
-    such sentence (spans in ``text``, stripped of spaces and end punctuation), at most ``most`` phrases in all."""
-    out = []
+    such sentence (spans in ``text``, stripped of spaces and end punctuation), at most ``most`` phrases in all.
+
+    Yielded sentence by sentence, as they are read: a caller that stops at the first it takes reads no further."""
     count = 0
     pos = 0
-    for end_match in (*_SENTENCE_END.finditer(text), None):
+    for end_match in chain(_SENTENCE_END.finditer(text), (None,)):
         end = end_match.start() if end_match is not None else len(text)
         spans = []
         at = pos
@@ -89,14 +92,14 @@ def coordinated(text: str, most: int = 64):
         pieces = [_strip(text, a, b) for a, b in spans]
         pieces = [p for p in pieces if p[0] < p[1]]
         if len(pieces) >= 2:
-            out.append(pieces[: most - count])
-            count += len(out[-1])
+            pieces = pieces[: most - count]
+            count += len(pieces)
+            yield pieces
             if count >= most:
                 break
         if end_match is None:
             break
         pos = end_match.end()
-    return out
 
 
 def _strip(text: str, a: int, b: int) -> tuple[int, int]:
@@ -112,6 +115,19 @@ def value_kinds(text: str, start: int = 0, end: int | None = None) -> frozenset[
     end = len(text) if end is None else end
     return frozenset(kind for kind, pattern in (("time", _TIME), ("price", _MONEY), ("day", _DAY), ("number", _NUMBER))
                      if pattern.search(text, start, end) is not None)
+
+
+def same_kinds(text: str, spans) -> bool:
+    """Whether every ``(start, end)`` span of ``text`` holds the same kinds of value (:func:`value_kinds`); read
+    span by span, up to the first that differs from the first."""
+    first = None
+    for start, end in spans:
+        kinds = value_kinds(text, start, end)
+        if first is None:
+            first = kinds
+        elif kinds != first:
+            return False
+    return True
 
 
 def first_value(text: str, start: int = 0, end: int | None = None) -> int | None:

@@ -97,9 +97,12 @@ class Walk:
     ``recorder`` the :class:`~cleo_rules.explain.Recorder` or None. ``cover`` (the
     vocabulary's cover of the words, see :meth:`topic_counts`) and ``spans``
     (each word's span) are filled in by the first lane that needs them.
+    ``history_read`` says whether a lane read :attr:`history`: a walk that did
+    not has the outcome the message has on its own, with no history.
     """
 
-    __slots__ = ("message", "text", "words", "tokens", "history", "recorder", "vocabulary", "cover", "spans")
+    __slots__ = ("message", "text", "words", "tokens", "_history", "history_read", "recorder", "vocabulary", "cover",
+                 "spans")
 
     # the matcher makes one per message and sets these fields itself, without this call: one call less each
     def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, vocabulary):
@@ -107,11 +110,18 @@ class Walk:
         self.text = text
         self.words = words
         self.tokens = tokens
-        self.history = history
+        self._history = history
+        self.history_read = False
         self.recorder = recorder
         self.vocabulary = vocabulary
         self.cover = None
         self.spans: list[tuple[int, int]] | None = None
+
+    @property
+    def history(self):
+        """The conversation before the message; a lane that reads it sets :attr:`history_read`."""
+        self.history_read = True
+        return self._history
 
     def word_spans(self) -> list[tuple[int, int]]:
         """Each word's ``(start, end)`` in :attr:`text`."""

@@ -128,4 +128,5 @@ def test_the_walk_a_lane_reads_has_every_field_set_as_walk_sets_it():
     made = Walk(message, text, word_pattern(text), word_pattern(text).findall(text), said, None,
                 MATCHER.context.vocabulary)
     assert fields == {field: getattr(made, field) for field in Walk.__slots__}
-    assert fields["history"] is said and fields["cover"] is None and fields["spans"] is None
+    assert fields["_history"] is said and fields["cover"] is None and fields["spans"] is None
+    assert fields["history_read"] is False  # this lane reads no history

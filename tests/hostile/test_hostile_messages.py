@@ -106,7 +106,7 @@ def test_12_history_cache_keys_are_small_and_bounded():
     # short messages are their own keys, at most `size` of them: a bound in bytes too
     for i in range(20):
         assert cache.kind(f"message number {i} of twenty, short enough to be its own key") == "substantive"
-    assert cache._short.cache_info().currsize == 8 and len(seen) == 43
+    assert len(cache._short) == 8 and len(seen) == 43
     assert len(cache) == 16
 
 
