@@ -33,7 +33,7 @@ from ..errors import StoreError
 from ..kinds import Source
 from ..tenant_names import not_a_tenant, valid_tenant
 from .pg_names import schema_name
-from .tables import TABLES, Dialect, SourceTable, create_statements
+from .tables import POSTGRES, TABLES, SourceTable, create_statements
 
 __all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",
            "parse_location", "schema_name"]
@@ -106,9 +106,6 @@ def quote(identifier: str) -> str:
 # -- the tables, and how they came to be --------------------------------------------------------
 
 SCHEMA_VERSION = 2
-
-POSTGRES = Dialect(prefix="{s}.", if_not_exists="", label="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-                   vector="vector", on_delete=" ON DELETE CASCADE")
 
 _V1 = [
     """CREATE TABLE {s}.meta (

@@ -27,16 +27,13 @@ from pathlib import Path
 import sqlite_utils
 
 from ..errors import StoreError
-from .tables import TABLES, Dialect, Source, SourceTable, create_statements, now
+from .tables import SQLITE, TABLES, Source, SourceTable, create_statements, now
 
 SCHEMA_VERSION = 1
 DB_FILE = "memory.db"
 LOCK_FILE = "index.lock"
 
 
-#: the tables (the pieces' label is the hnswlib label, their embedding float32, dim * 4 bytes)
-SQLITE = Dialect(prefix="", if_not_exists="IF NOT EXISTS ", label="INTEGER PRIMARY KEY AUTOINCREMENT", vector="BLOB",
-                 on_delete="")
 SCHEMA = "".join(f"{statement};\n" for statement in [
     "CREATE TABLE IF NOT EXISTS meta (\n    key text PRIMARY KEY,\n    value text NOT NULL\n)",
     *create_statements(SQLITE)])

@@ -21,7 +21,7 @@ from operator import attrgetter
 
 from ..kinds import Source
 
-__all__ = ["TABLES", "Dialect", "Source", "SourceTable", "create_statements", "now", "source_of_item"]
+__all__ = ["POSTGRES", "SQLITE", "TABLES", "Dialect", "Source", "SourceTable", "create_statements", "now", "source_of_item"]
 
 
 @dataclass(frozen=True)
@@ -77,19 +77,34 @@ TABLES: dict[Source, SourceTable] = {
 
 @dataclass(frozen=True)
 class Dialect:
-    """How one SQL dialect spells what :data:`TABLES` leaves open in a table's definition.
+    """How one backend's SQL spells what :data:`TABLES` and the traces table leave open.
 
     ``prefix`` goes before every table's name (PostgreSQL's ``{s}.``, the
-    tenant's schema); ``if_not_exists`` after ``CREATE TABLE`` and ``CREATE
-    INDEX``; ``label`` is the piece's label column's type and key, ``vector``
-    its embedding's type, ``on_delete`` what follows each reference to a parent.
+    tenant's quoted schema, filled in by the store: :meth:`TenantSchema._sql
+    <cleo_rules.retrieval.pg_tenant.TenantSchema._sql>`); ``param`` is how a
+    parameter is written; ``returning``: ``INSERT ... RETURNING id`` gives the
+    new row's id (else the cursor's ``lastrowid`` does). In a table's
+    definition, ``if_not_exists`` follows ``CREATE TABLE`` and ``CREATE
+    INDEX``, ``label`` is a piece's label column's type and key, ``vector``
+    its embedding's type and ``on_delete`` follows each reference to a parent.
     """
 
     prefix: str
+    param: str
+    returning: bool
     if_not_exists: str
     label: str
     vector: str
     on_delete: str
+
+
+#: the embedded store's: a piece's label is its hnswlib label, its vector float32 (``dim * 4`` bytes)
+SQLITE = Dialect(prefix="", param="?", returning=False, if_not_exists="IF NOT EXISTS ",
+                 label="INTEGER PRIMARY KEY AUTOINCREMENT", vector="BLOB", on_delete="")
+#: PostgreSQL's, one schema per tenant: a piece's vector is pgvector's
+POSTGRES = Dialect(prefix="{s}.", param="%s", returning=True, if_not_exists="",
+                   label="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", vector="vector",
+                   on_delete=" ON DELETE CASCADE")
 
 
 def create_statements(dialect: Dialect) -> list[str]:
