@@ -97,6 +97,16 @@ def _not_its_own(exc: StoreError, tenant: str) -> ServiceError:
                         code=exc.code)
 
 
+def _store_problem(exc: StoreError, tenant: str) -> ServiceError | None:
+    """The problem a store error of ``tenant``'s is to the client (503 while it passes, 409 for a schema not
+    known to be its own), or None for any other (a 500)."""
+    if exc.code in TRANSIENT_STORE_ERRORS:
+        return _unavailable(exc, tenant)
+    if exc.code == "E308":
+        return _not_its_own(exc, tenant)
+    return None
+
+
 class Service:
     """What one app holds: settings, keys, metrics, the pack manager, the tenants' stores."""
 
@@ -351,11 +361,10 @@ class Service:
         try:
             return await self.off_loop(lambda: tenants.exists(tenant))
         except StoreError as exc:
-            if exc.code in TRANSIENT_STORE_ERRORS:
-                raise _unavailable(exc, tenant) from exc
-            if exc.code == "E308":
-                raise _not_its_own(exc, tenant) from exc
-            raise
+            problem = _store_problem(exc, tenant)
+            if problem is None:
+                raise
+            raise problem from exc
 
     async def on_tenant(self, request: Request, tenant: str, work, *, timeout: float):
         """Run ``work(store)`` on the tenant's thread: overload, timeouts and a store that cannot be used just
@@ -372,8 +381,7 @@ class Service:
             raise ServiceError("timeout", f"the request took longer than {timeout:g} s",
                                headers={"Retry-After": RETRY_AFTER}) from None
         except StoreError as exc:
-            if exc.code in TRANSIENT_STORE_ERRORS:
-                raise _unavailable(exc, tenant) from exc
-            if exc.code == "E308":
-                raise _not_its_own(exc, tenant) from exc
-            raise
+            problem = _store_problem(exc, tenant)
+            if problem is None:
+                raise
+            raise problem from exc
