@@ -175,7 +175,8 @@ def build_matcher(settings, rules: Mapping[str, tuple], identity, *, lexicon: Ma
         clause_verbs=referent_words.get("clause_verbs", ()), max_words=settings.max_referent_words,
         timeout=settings.timeout_ms / 1000.0, max_chars=settings.max_scan_chars)
     vocabulary = Vocabulary(vocab_sets, settings.timeout_ms / 1000.0)
-    context = LaneContext(settings, lexicon, function_words, finder, vocabulary)
+    choice_rule = next((v.id for v in vocab_sets if v.role == "choice"), None)
+    context = LaneContext(settings, lexicon, function_words, finder, vocabulary, choice_rule)
     lanes = [lane for kind, kind_rules in rules.items() for lane in family(kind).lanes(kind_rules, context)]
     lanes.sort(key=lambda lane: lane.order)
     return Matcher(settings, lanes, identity, context=context, requirements=requirements)
