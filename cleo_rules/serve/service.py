@@ -40,7 +40,7 @@ from starlette.requests import Request
 from ..errors import CleoError, PackError, StoreError
 from .keys import KeyFile, KeyRing
 from .metrics import Metrics
-from .problems import ServiceError
+from .problems import RETRY_AFTER, ServiceError
 from .receive import BodyBudget, receive_body
 from ..tenant_names import not_a_tenant, valid_tenant
 from .settings import ServeSettings
@@ -53,7 +53,6 @@ log = logging.getLogger("cleo_rules.serve")
 
 __all__ = ["RETRY_AFTER", "Service"]
 
-RETRY_AFTER = "1"
 #: store errors that pass: the database is busy (E302: another process holds an SQLite store; E307: every
 #: pooled connection is in use) or its PostgreSQL server cannot be reached (E306)
 TRANSIENT_STORE_ERRORS = {
