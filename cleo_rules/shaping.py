@@ -12,7 +12,7 @@ A follow-up is searched as one of the pack's templates over five parts:
               has moved on from its anchor: the topic stands for the subject,
               in the anchor's place;
 ``referent``  what the follow-up points at, found in the conversation by the
-              pack's referent rules (:mod:`cleo_rules.referents`): "the second
+              pack's referent rules (:mod:`cleo_rules.referent_finder`): "the second
               one" becomes the second option the assistant offered, as the
               reply phrases it ("Cresswell quotes 1,865 a year"); a referent is
               a thing, never a bare value (a price, a time, a currency code).

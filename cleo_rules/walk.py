@@ -69,7 +69,7 @@ class LaneContext:
 
     ``settings`` are the pack's; ``lexicon`` its word sets by name;
     ``function_words`` the words of its filler vocabulary sets; ``referents``
-    the :class:`~cleo_rules.referents.ReferentFinder` of its referent rules
+    the :class:`~cleo_rules.referent_finder.ReferentFinder` of its referent rules
     (names and mentions in a text); ``vocabulary`` the cover of a message's
     words by the vocabulary sets (:class:`cleo_rules.families.vocabulary.Vocabulary`),
     from which topic words are counted; ``choice_rule`` the id of the rule

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 import sqlite_utils
 
-from cleo_rules.retrieval.traces import SqliteTraces
+from cleo_rules.retrieval.trace_sinks import SqliteTraces
 from cleo_rules.trace import TABLE, Tracer, read_traces
 
 from helpers.results import PASSAGE, SNIPPET, decision
@@ -103,7 +103,7 @@ def test_each_part_is_traced_with_where_it_came_from():
 
 
 def test_an_older_traces_table_gains_the_parts_column():
-    from cleo_rules.retrieval.traces import ensure_table
+    from cleo_rules.retrieval.trace_sinks import ensure_table
 
     db = sqlite_utils.Database(memory=True)
     db[TABLE].create({"id": int, "time": str, "message": str, "kind": str}, pk="id")
@@ -134,7 +134,7 @@ def test_one_trace_query_in_each_dialect(since, searched_only):
     """Both backends read traces with the statement read_sql builds: the same clauses, each dialect's table and
     parameter."""
     from cleo_rules.retrieval.tables import POSTGRES, SQLITE
-    from cleo_rules.retrieval.traces import read_sql
+    from cleo_rules.retrieval.trace_sinks import read_sql
 
     lite, lite_params = read_sql(SQLITE, since=since, searched_only=searched_only)
     pg, pg_params = read_sql(POSTGRES, since=since, searched_only=searched_only)
@@ -155,7 +155,7 @@ def test_one_trace_query_in_each_dialect(since, searched_only):
 
 def test_a_trace_row_of_an_unknown_column_is_refused_before_any_sql():
     from cleo_rules.retrieval.tables import POSTGRES, SQLITE
-    from cleo_rules.retrieval.traces import insert_sql
+    from cleo_rules.retrieval.trace_sinks import insert_sql
 
     for dialect in (SQLITE, POSTGRES):
         with pytest.raises(ValueError, match="unknown trace column"):

@@ -17,7 +17,7 @@ import click
 from ..errors import UsageError
 from ..kinds import Source
 from .common import SuggestingGroup
-from .store import db_option, open_store
+from .db_option import db_option, open_store
 
 
 def _model_option(f):

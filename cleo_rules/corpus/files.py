@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import Problem
 from ..kinds import DecisionKind
-from ..memo import Memo
+from ..incremental import Memo
 from ..reading.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
 from ..reading.validate import find_schema_problems
 from .model import CROSS, HAND, Case, history_item, plain, problem

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..kinds import DecisionKind
 from ..shaping import render, template_for
-from ..memo import Memo
+from ..incremental import Memo
 from .model import Case, plain, role_tagged, user_turns
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from ..errors import Problem
 from ..text import normalize
 from . import files as cfiles
 from .files import default_corpus_dir, display
-from .cached import generated
+from .cases_cache import generated
 from .generate import rule_kind
 from .judge import Evaluator, Outcome
 from .model import CROSS, HAND, Case, CorpusError, plain, problem, role_tagged

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import regex
 
-from ..memo import memoized
+from ..incremental import memoized
 
 _SLOT_NAME = regex.compile(r"[a-z][a-z0-9_]*")
 _SPACES = regex.compile(r"\s+")

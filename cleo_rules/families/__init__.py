@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from ..kinds import FileKind
 from ..matcher import Matcher
 from ..reading.load import LoadedFile
-from ..referents import ReferentFinder
+from ..referent_finder import ReferentFinder
 from ..walk import LaneContext
 from .base import RULE_CASES, Build, Family, Item, Tally
 from .corrections import CORRECTIONS

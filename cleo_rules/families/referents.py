@@ -1,9 +1,9 @@
-"""The referents family: what a follow-up points at in the conversation (see :mod:`cleo_rules.referents`).
+"""The referents family: what a follow-up points at in the conversation (see :mod:`cleo_rules.referent_finder`).
 
 A ``referents`` file's rules do not classify: a follow-up's query is shaped
 with the referent the first of them finds ("the second one": the second
 option the assistant offered). They have no lane in the walk, but share its
-prefilter scan; :class:`~cleo_rules.referents.ReferentFinder` tries them.
+prefilter scan; :class:`~cleo_rules.referent_finder.ReferentFinder` tries them.
 The file also lists ``time_words`` and ``clause_verbs`` the finder reads
 replies with. Their examples are conversations whose referent the rule must
 find (:meth:`Referents.example_problems`), and so are their corpus cases.

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from ..errors import Problem
-from ..memo import Memo
+from ..incremental import Memo
 from . import flow
 
 MANIFEST = "pack.yaml"

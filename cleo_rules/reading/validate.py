@@ -34,7 +34,7 @@ from ..jsonl import json_type
 from ..kinds import FileKind
 from ..resources import schemas_dir
 from . import backtracking, bounds
-from ..memo import Memo
+from ..incremental import Memo
 from .load import LoadedFile, pointer_join
 
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",

@@ -8,7 +8,7 @@ it names another tenant, or when no tenant is recorded and the schema's
 name cannot say whose it is (:func:`judge`).
 
 Schemas made before owners were recorded are judged by their names
-(:mod:`~cleo_rules.retrieval.pg_names`): ``cleo_acme`` can only be tenant
+(:mod:`~cleo_rules.retrieval.pg_schema_names`): ``cleo_acme`` can only be tenant
 ``acme``'s, and is adopted (its owner recorded) when ``acme``'s store is next
 opened for writing. A schema of the shape the earlier code gave a long
 tenant name (``cleo_`` + 45 characters + ``_`` + 12 hex digits) is also the
@@ -28,7 +28,7 @@ import psycopg
 
 from ..errors import StoreError, UsageError
 from ..tenant_names import not_a_tenant, valid_tenant
-from .pg_names import ambiguous, legacy_schema_name, schema_name, tenant_of
+from .pg_schema_names import ambiguous, legacy_schema_name, schema_name, tenant_of
 from .pg_schema import quote
 
 __all__ = ["OWNER_KEY", "SchemaEntry", "adopt", "judge", "legacy_claim", "list_schemas", "refusal"]

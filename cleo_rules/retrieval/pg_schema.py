@@ -7,7 +7,7 @@ A location is a libpq URL, optionally naming the tenant::
 ``tenant`` (default ``"default"``) is taken off before the URL reaches
 libpq; every other parameter (``host=/run/postgresql``, ``sslmode=...``)
 goes through. Tenant ``acme`` lives in schema ``cleo_acme``
-(:func:`~cleo_rules.retrieval.pg_names.schema_name`: no two tenants share
+(:func:`~cleo_rules.retrieval.pg_schema_names.schema_name`: no two tenants share
 one, however long their names), whose ``meta`` row ``tenant`` records whose
 it is (:mod:`~cleo_rules.retrieval.pg_owners`): the same tables as the embedded store's SQLite
 database (:data:`~cleo_rules.retrieval.tables.TABLES` describes both), with
@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from ..errors import StoreError
 from ..kinds import Source
 from ..tenant_names import not_a_tenant, valid_tenant
-from .pg_names import schema_name
+from .pg_schema_names import schema_name
 from .tables import POSTGRES, TABLES, SourceTable, create_statements
 
 __all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",

@@ -23,7 +23,7 @@ its tenants). A :class:`PgStore` is made of parts, one job each:
 * :mod:`~cleo_rules.retrieval.pg_search` gets by ids and searches, two
   statements per search whatever ``k``;
 * this module opens and closes stores and reports their stats; the
-  traces are kept by :class:`~cleo_rules.retrieval.traces.PgTraces`.
+  traces are kept by :class:`~cleo_rules.retrieval.trace_sinks.PgTraces`.
 
 What the embedded store guarantees holds here too: re-ingesting an item
 with the same content hash changes nothing; a malformed line is reported
@@ -53,7 +53,7 @@ from .pg_search import PgSearch
 from .pg_writes import PgWrites
 from .provenance import Recorded
 from .tables import TABLES, Source
-from .traces import PgTraces
+from .trace_sinks import PgTraces
 
 __all__ = ["BACKEND", "Database", "PgStore", "PgTenants", "PgTraces"]
 

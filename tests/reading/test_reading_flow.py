@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cleo_rules.memo import clear_memos
+from cleo_rules.incremental import clear_memos
 from cleo_rules.reading import flow, load
 from cleo_rules.reading.load import MAX_DEPTH, parse_yaml
 from cleo_rules.resources import rules_dir

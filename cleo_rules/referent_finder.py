@@ -25,7 +25,7 @@ finds the **referent** of a follow-up, deterministically:
 
 *Options* of a reply are its list items (lines starting "-", "*", "•", "1.",
 "a)") when it has at least two, else the things it names in order.
-*Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
+*Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.proper_names`),
 quoted titles, and, in a reply that names nothing in capitals, its opening
 subject before one of the pack's ``clause_verbs`` ("vellino is an italian
 restaurant": "vellino"), which catches names typed in lower case; a name the
@@ -63,7 +63,7 @@ from threading import Lock
 from . import timed
 from .history import ASSISTANT, Said
 from .listing import clip, list_items
-from .names import names, number_word
+from .proper_names import names, number_word
 from .text import normalize
 from .values import bare_value, comparing, coordinated, figure, first_value, value_kinds
 
@@ -201,7 +201,7 @@ class ReferentFinder:
         return self._time
 
     def names(self, text: str) -> tuple:
-        """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
+        """The names in ``text`` as typed (:func:`cleo_rules.proper_names.names` with the pack's lexicon), remembered for short texts."""
         if len(text) > CACHE_CHARS:
             return tuple(names(text, self._common, self._function, self._dictionary, self._proper, self._nouns))
         with self._lock:
@@ -559,7 +559,7 @@ _TIME_TAIL = re.compile(r"\s+(?:on|of|upon)\s+\S+$")
 
 
 def _before_time(name, time_words):
-    """``name`` (a :class:`~cleo_rules.names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
+    """``name`` (a :class:`~cleo_rules.proper_names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
     on Monday": "Lisbon"), or None when nothing but the time is left."""
     tail = _TIME_TAIL.search(name.text)
     if tail is None:
