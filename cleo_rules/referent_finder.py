@@ -83,7 +83,7 @@ CACHE_CHARS = 2000  # a longer turn is read on each call rather than kept
 #: Options and salience compare mentions pairwise, so this bounds that work to a constant per turn.
 MAX_MENTIONS = 64
 #: How much of a turn is read when the finder is given no ``max_chars`` (the pack's default ``max_scan_chars``).
-DEFAULT_MAX_CHARS = 4000
+DEFAULT_TURN_CHARS = 4000
 
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{2,60})[\"\u201d]")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
@@ -166,7 +166,7 @@ class ReferentFinder:
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
                  proper=frozenset(), nouns=frozenset(), qualifiers=frozenset(), plain_nouns=frozenset(),
                  time_words=(), clause_verbs=(), max_words: int = 12,
-                 timeout: float = 0.05, max_chars: int = DEFAULT_MAX_CHARS):
+                 timeout: float = 0.05, max_chars: int = DEFAULT_TURN_CHARS):
         self.rules = tuple(rules)
         self.max_chars = max_chars
         self._common = frozenset(common)

@@ -12,7 +12,7 @@ import click
 
 from ..errors import MissingExtra, UsageError
 from ..extras import MEMORY_MODULES
-from ..memory_backends import find
+from ..memory_backends import backend_for
 from ..serve.settings import DEFAULTS, ServeSettings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
@@ -134,7 +134,7 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         raise UsageError(f"the service needs the serve extra ({', '.join(missing)} missing): "
                          f"pip install 'cleo-rules[serve]'")
     if memory is not None:
-        backend = find(memory)
+        backend = backend_for(memory)
         missing = _missing(sorted(MEMORY_MODULES))
         if backend.modules and (missing or _missing(sorted(backend.modules))):
             raise backend.missing()

@@ -44,7 +44,7 @@ from ..matcher import Matcher
 from ..reading.load import LoadedFile
 from ..referent_finder import ReferentFinder
 from ..walk import LaneContext
-from .base import RULE_CASES, Build, Family, Item, Tally
+from .base import RULE_CASES, Build, Family, RuleItem, Tally
 from .corrections import CORRECTIONS
 from .follow_ups import FOLLOW_UPS
 from .lexicon import LEXICON
@@ -52,7 +52,7 @@ from .referents import REFERENTS
 from .slots import SLOTS
 from .vocabulary import VOCABULARY, Vocabulary
 
-__all__ = ["BUILTIN", "RULE_CASES", "Build", "Family", "Item", "Tally", "build_matcher", "counts", "family",
+__all__ = ["BUILTIN", "RULE_CASES", "Build", "Family", "RuleItem", "Tally", "build_matcher", "counts", "family",
            "family_of", "family_of_file", "kinds", "outside", "register", "registered", "rule_kinds", "unregister"]
 
 #: The bundled families, in the order their kinds are listed (:class:`~cleo_rules.kinds.FileKind`).

@@ -19,7 +19,7 @@ from ..errors import Problem
 from ..history import read_history
 from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import normalize
-from .base import Build, Family, Item
+from .base import Build, Family, RuleItem
 from .patterns import build_pattern, listed
 
 __all__ = ["REFERENTS", "REFERENT_CASES", "ReferentRule", "Referents"]
@@ -73,7 +73,7 @@ class Referents(Family):
             if isinstance(src.data.get(key), list):
                 words[key] = words.get(key, ()) + tuple(w for w in src.data[key] if isinstance(w, str))
 
-    def build(self, item: dict, at: Item) -> ReferentRule | None:
+    def build(self, item: dict, at: RuleItem) -> ReferentRule | None:
         found = build_pattern(item, at)
         if found is None or at.id is None:
             return None

@@ -35,14 +35,14 @@ from ..tenant_names import not_a_tenant, valid_tenant
 from .pg_schema_names import schema_name
 from .tables import POSTGRES, TABLES, SourceTable, create_statements
 
-__all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "Location", "check_version", "display_url",
+__all__ = ["DEFAULT_TENANT", "MIGRATIONS", "SCHEMA_VERSION", "PgLocation", "check_version", "display_url",
            "parse_location", "schema_name"]
 
 DEFAULT_TENANT = "default"
 
 
 @dataclass(frozen=True)
-class Location:
+class PgLocation:
     """A parsed store location: the URL handed to libpq, the tenant, and its schema."""
 
     url: str
@@ -68,7 +68,7 @@ def _join(scheme: str, netloc: str, path: str, query: str, fragment: str) -> str
     return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
 
 
-def parse_location(location: str, tenant: str | None = None) -> Location:
+def parse_location(location: str, tenant: str | None = None) -> PgLocation:
     """Split a ``postgresql://`` location into the libpq URL and the tenant.
 
     ``tenant`` given here wins over a ``?tenant=`` in the URL. A malformed
@@ -82,7 +82,7 @@ def parse_location(location: str, tenant: str | None = None) -> Location:
     if not valid_tenant(chosen):
         raise ValueError(not_a_tenant(chosen))
     url = _join(parts.scheme, parts.netloc, parts.path, urlencode(rest, safe="/:"), parts.fragment)
-    return Location(url, chosen)
+    return PgLocation(url, chosen)
 
 
 def display_url(url: str) -> str:

@@ -48,7 +48,7 @@ from ..tenant_names import valid_tenant
 from .base import guarded
 from .options import StoreKeywords, StoreOptions
 from .pg_database import Database
-from .pg_schema import COUNTS_SQL, Location, display_url, index_name, parse_location, schema_name
+from .pg_schema import COUNTS_SQL, PgLocation, display_url, index_name, parse_location, schema_name
 from .pg_search import PgSearch
 from .pg_writes import PgWrites
 from .provenance import Recorded
@@ -69,7 +69,7 @@ class PgStore(PgWrites, PgSearch):
     call takes its own pooled connection.
     """
 
-    def __init__(self, database: Database, location: Location, embedder, options: StoreOptions, *, read_only: bool,
+    def __init__(self, database: Database, location: PgLocation, embedder, options: StoreOptions, *, read_only: bool,
                  owns_database: bool):
         super().__init__(database, location, embedder, options, read_only=read_only, owns_database=owns_database)
         self._traces = PgTraces(self)

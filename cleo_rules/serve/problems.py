@@ -148,7 +148,7 @@ def problem_body(name: str, detail: str, *, status: int | None = None, instance:
     return body
 
 
-def encode(body) -> bytes:
+def encode_json(body) -> bytes:
     """A problem (or any JSON value) as compact UTF-8 JSON. A lone surrogate, which UTF-8 cannot hold, is
     written as its ``\\udXXX`` escape rather than failing (requests holding one are refused, so none
     should be left to answer)."""
