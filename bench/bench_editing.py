@@ -3,7 +3,7 @@ again.
 
 The page sends an edit ``PAUSE_MS`` after the last keystroke (``cleo_rules/serve/static/editor.js``); the service
 judges the whole pack with it (a copy of the pack and its corpus, the serving gate's own judgement, with what the
-process memoizes of the files the edit did not change: ``cleo_rules.memo``), writes it and serves the pack judged
+process memoizes of the files the edit did not change: ``cleo_rules.incremental``), writes it and serves the pack judged
 (``PackManager.adopt``) before answering; the page then runs the conversation again (``/v1/classify/batch``). This measures the two
 requests over HTTP on loopback, for three packs:
 

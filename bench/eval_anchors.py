@@ -34,7 +34,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cleo_rules.shaping import render  # noqa: E402
+from cleo_rules.shaping import fill_template  # noqa: E402
 from eval_retrieval import build_store, load_dialogues, load_memory, raw_query  # noqa: E402
 
 ANCHORS = ("raw", "last", "previous", "last+since", "oracle")
@@ -49,13 +49,13 @@ def queries(pack, turns, n: int, kinds) -> dict:
         out.update({a: message for a in ("last", "previous", "last+since")})
         return out
     last = max((i for i in range(n) if kinds[i] == "substantive"), default=None)
-    out["last"] = message if last is None else render(combine, anchor=turns[last]["message"], message=message)
-    out["previous"] = message if n == 0 else render(combine, anchor=turns[n - 1]["message"], message=message)
+    out["last"] = message if last is None else fill_template(combine, anchor=turns[last]["message"], message=message)
+    out["previous"] = message if n == 0 else fill_template(combine, anchor=turns[n - 1]["message"], message=message)
     if last is None:
         out["last+since"] = message
     else:
         since = "\n".join(turns[i]["message"] for i in range(last, n) if kinds[i] != "skip")
-        out["last+since"] = render(combine, anchor=since, message=message)
+        out["last+since"] = fill_template(combine, anchor=since, message=message)
     return out
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from cleo_rules.shaping import render  # noqa: E402
+from cleo_rules.shaping import fill_template  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -117,7 +117,7 @@ def labelled_query(pack, turn: dict, anchor: str | None) -> str | None:
     if turn["kind"] == "skip":
         return None
     if turn["kind"] == "follow_up" and anchor is not None:
-        return render(pack.settings.combine, anchor=anchor, message=turn["message"])
+        return fill_template(pack.settings.combine, anchor=anchor, message=turn["message"])
     return turn["message"]
 
 

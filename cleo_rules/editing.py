@@ -458,7 +458,7 @@ def edit_file(pack_dir, name: str, text: str, *, base: str | None = None, requir
 
 def warm(pack_dir, *, require=None) -> None:
     """Judge the pack in ``pack_dir`` as it is, as an edit would, writing nothing: what the process then memoizes
-    (:mod:`cleo_rules.memo`) holds the pack, so that its first edit is judged as quickly as the next ones
+    (:mod:`cleo_rules.incremental`) holds the pack, so that its first edit is judged as quickly as the next ones
     (``cleo-rules playground --writable-pack`` does it in the background once the pack serves; an edit made
     meanwhile waits for it). Never raises: a pack that cannot be judged is judged by its first edit instead."""
     try:

@@ -108,15 +108,21 @@ class Problem:
 class PackError(CleoError):
     """A rule pack failed to load, validate, lint or compile.
 
-    ``problems`` holds every finding, the most useful first.
+    ``problems`` holds every finding, the most useful first. ``read``, when
+    the compiler got as far as the pack's manifest, is what it read of the
+    pack itself: ``(manifest, files)``, the manifest as loaded (None when it
+    could not be read) and each file it lists by its name there, as loaded
+    (None for one that could not be read); so what reports on a pack that
+    does not compile (:func:`cleo_rules.findings.outline`) reads nothing again.
     """
 
     code = "E100"
 
-    def __init__(self, problems, *, pack: str = ""):
+    def __init__(self, problems, *, pack: str = "", read: tuple | None = None):
         problems = sorted(problems, key=lambda p: (p.severity != "error", p.rank, p.file, p.line, p.col))
         self.problems = tuple(problems)
         self.pack = pack
+        self.read = read
         errors = [p for p in self.problems if p.severity == "error"]
         count = len(errors)
         where = f" {pack}" if pack else ""

@@ -240,21 +240,26 @@ def _unique(rules) -> list[RuleRef]:
     return out
 
 
-def outline(pack_dir) -> tuple[list[FileRef], list[RuleRef]]:
+def outline(pack_dir, read: tuple | None = None) -> tuple[list[FileRef], list[RuleRef]]:
     """The files the manifest of the pack in ``pack_dir`` lists, and the rules that can be read from them.
 
     Read from the files alone, as plainly as the loader reads them, so a pack
     that does not compile has the same outline as once it does: a file that
     cannot be read (or is not there) is listed without rules, and a rule
-    without a string id is left out.
+    without a string id is left out. ``read`` is what the compiler read of
+    the pack (:attr:`PackError.read <cleo_rules.errors.PackError.read>`):
+    what it holds is not read again, only a file the compiler never reached.
     """
     from .reading.load import MANIFEST, display, load_yaml, resolve_member
 
     pack_dir = Path(pack_dir)
     if pack_dir.name == MANIFEST and not pack_dir.is_dir():
         pack_dir = pack_dir.parent
-    manifest = resolve_member(pack_dir, MANIFEST)
-    src = load_yaml(manifest, display(manifest))[0] if manifest is not None else None
+    if read is not None:
+        src, were_read = read
+    else:
+        manifest = resolve_member(pack_dir, MANIFEST)
+        src, were_read = (load_yaml(manifest, display(manifest))[0] if manifest is not None else None), {}
     listed = src.data.get("files") if src is not None and isinstance(src.data, dict) else None
     files: list[FileRef] = []
     rules: list[RuleRef] = []
@@ -264,7 +269,10 @@ def outline(pack_dir) -> tuple[list[FileRef], list[RuleRef]]:
         at = (src.display if src is not None else "", f"/files/{i}")
         member = resolve_member(pack_dir, name)
         shown = display(member) if member is not None else name
-        loaded = load_yaml(member, shown)[0] if member is not None and member.is_file() else None
+        if name in were_read:
+            loaded = were_read[name]
+        else:
+            loaded = load_yaml(member, shown)[0] if member is not None and member.is_file() else None
         if loaded is None:
             files.append(FileRef(name, shown, listed_at=at))
             continue

@@ -173,10 +173,11 @@ def without_lone_surrogates(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-def json_type(value) -> str:
-    """What a decoded JSON value is, as an error message names it ("a string", "an array", "null")."""
+def json_type(value, *, as_yaml: bool = False) -> str:
+    """What a decoded JSON value is, as an error message names it ("a string", "an array", "null"); ``as_yaml``:
+    a value read from YAML (a rule file), in YAML's words ("a list", "a mapping", "nothing", else its type)."""
     if value is None:
-        return "null"
+        return "nothing" if as_yaml else "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
@@ -184,5 +185,7 @@ def json_type(value) -> str:
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
-        return "an array"
+        return "a list" if as_yaml else "an array"
+    if as_yaml:
+        return "a mapping" if isinstance(value, dict) else type(value).__name__
     return "an object"

@@ -1,6 +1,6 @@
 """The items of a list typed in a turn: lines that start with a marker ("-", "*", "\u2022", "1.", "a)", "(i)").
 
-The referent finder (:mod:`cleo_rules.referents`) reads a reply's list items as
+The referent finder (:mod:`cleo_rules.referent_finder`) reads a reply's list items as
 the options it offers ("Option B, please" picks the second).
 """
 

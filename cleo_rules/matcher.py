@@ -48,7 +48,6 @@ __all__ = ["Matcher"]
 log = logging.getLogger("cleo_rules")
 
 SKIP, CORRECTION, FOLLOW_UP, SUBSTANTIVE = DecisionKind  # the walk's outcomes, bound once
-_new_walk = object.__new__  # one Walk per message, made without the call to its __init__
 _SKIPPED = (SKIP, None, None, None, None, (), None)  # the walk's outcome for a message too short to read
 
 
@@ -197,9 +196,8 @@ class Matcher:
         # a conversation's earlier messages are classified again on every turn
         # to find the anchor; the kinds are remembered (thread-safe, bounded)
         self._history_kinds = _KindCache(self.kind_of, settings.min_chars, settings.max_scan_chars)
-        # a choice that names an offered option is decided by the pack's choice vocabulary set, if it has one
-        vocabulary = getattr(context, "vocabulary", None)
-        self._choice_set = next((v.id for v in getattr(vocabulary, "sets", ()) if v.role == "choice"), None)
+        # a choice that names an offered option is decided by the rule the lanes' context names, if any
+        self._choice_set = context.choice_rule
 
     # -- the walk --------------------------------------------------------
 
@@ -263,17 +261,8 @@ class Matcher:
                         continue
                     candidates = found[at:last]
                     at = last
-                if walk is None:  # Walk(message, text, ...), its fields set here without a call to __init__
-                    walk = _new_walk(Walk)
-                    walk.message = message
-                    walk.text = text
-                    walk.words = words
-                    walk.tokens = tokens
-                    walk._history = history
-                    walk.history_read = False
-                    walk.recorder = recorder
-                    walk.vocabulary = vocabulary
-                    walk.cover = walk.spans = None
+                if walk is None:
+                    walk = Walk(message, text, words, tokens, history, recorder, vocabulary)
                     if made is not None:
                         made.append(walk)
                 hit = ask(walk, candidates)

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from .errors import MissingExtra
 from .extras import MEMORY_MODULES, POSTGRES_MODULES, missing_extra
 
-__all__ = ["MemoryBackend", "Registration", "TenantStores", "find", "register", "store_imports", "unregister"]
+__all__ = ["MemoryBackend", "Registration", "TenantStores", "backend_for", "register", "store_imports", "unregister"]
 
 _SCHEME = re.compile(r"([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 
@@ -145,7 +145,7 @@ def unregister(scheme: str) -> None:
     _REGISTRY.pop(scheme.lower(), None)
 
 
-def find(location) -> Registration:
+def backend_for(location) -> Registration:
     """The registration of ``location``'s backend: its URL scheme's, or the directory's."""
     if isinstance(location, str):
         head = _SCHEME.match(location)
@@ -158,7 +158,7 @@ def find(location) -> Registration:
 
 def store_imports(location):
     """Run imports of the store at ``location``; a missing module of its extra raises :class:`MissingExtra`."""
-    return find(location).imports()
+    return backend_for(location).imports()
 
 
 register(None, "cleo_rules.retrieval.store:BACKEND")

@@ -15,7 +15,7 @@ Two steps, with a person (or any judge) in between:
    with ``"relevant": true`` or ``false``) and reports the irrelevant share
    for snippets and for passages, overall and by kind, by rule and by query
    part, with counts, and for each rule and part its worst pairs (see
-   :class:`Group`). Each pair's kind, rule, parts, source and score are
+   :class:`PairGroup`). Each pair's kind, rule, parts, source and score are
    taken from the trace in the database, not from the judgments file.
 
 The judge may be a person editing the file or a command
@@ -139,7 +139,7 @@ class Share:
 #: how many of a rule's or a part's irrelevant pairs the report shows
 WORST = 3
 #: the rule row of a turn no rule decided (substantive by default)
-NO_RULE = "(no rule)"
+NO_RULE_LABEL = "(no rule)"
 #: the part row of a pair whose trace recorded no parts (written before parts were kept)
 NOT_RECORDED = "(not recorded)"
 
@@ -150,7 +150,7 @@ def _worst_key(pair: dict):
 
 
 @dataclass
-class Group:
+class PairGroup:
     """The judged pairs of one rule or one query part.
 
     ``shares`` holds a :class:`Share` per source (``conversation``,
@@ -194,7 +194,7 @@ def _share_dict(cell: Share) -> dict:
 
 def _rules_of(pair: dict) -> list[str]:
     """The rules a pair counts under: the one that decided its turn, and each that found a part of its query."""
-    rules = [pair["rule"] or NO_RULE]
+    rules = [pair["rule"] or NO_RULE_LABEL]
     for part in pair.get("parts") or ():
         if part.get("rule") and part["rule"] not in rules:
             rules.append(str(part["rule"]))
@@ -234,9 +234,9 @@ class RelevanceReport:
             cell.irrelevant += 0 if relevant else 1
         if pair is not None:
             for rule in _rules_of(pair):
-                self.by_rule.setdefault(rule, Group()).add(pair, relevant)
+                self.by_rule.setdefault(rule, PairGroup()).add(pair, relevant)
             for name in _parts_of(pair):
-                self.by_part.setdefault(name, Group()).add(pair, relevant)
+                self.by_part.setdefault(name, PairGroup()).add(pair, relevant)
 
     def rows(self) -> list[str]:
         extra = sorted({k for k, _ in self.cells} - set(SEARCHED_KINDS) - {"all"})

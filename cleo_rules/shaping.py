@@ -12,7 +12,7 @@ A follow-up is searched as one of the pack's templates over five parts:
               has moved on from its anchor: the topic stands for the subject,
               in the anchor's place;
 ``referent``  what the follow-up points at, found in the conversation by the
-              pack's referent rules (:mod:`cleo_rules.referents`): "the second
+              pack's referent rules (:mod:`cleo_rules.referent_finder`): "the second
               one" becomes the second option the assistant offered, as the
               reply phrases it ("Cresswell quotes 1,865 a year"); a referent is
               a thing, never a bare value (a price, a time, a currency code).
@@ -73,7 +73,7 @@ from collections import Counter
 from .decision import Part
 from .history import ASSISTANT, USER
 
-__all__ = ["QUERY_PARTS", "as_follow_up", "information_seeking", "render", "shape", "shape_correction",
+__all__ = ["QUERY_PARTS", "as_follow_up", "information_seeking", "fill_template", "shape", "shape_correction",
            "template_for"]
 
 NOTHING_TO_COMBINE = "no substantive message in history; searched as typed"
@@ -88,7 +88,7 @@ _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|himself|herself)\b", re.I)
 _WORD = re.compile(r"\w+")
 
 
-def render(template: str, **parts: str) -> str:
+def fill_template(template: str, **parts: str) -> str:
     """``template`` over ``parts``, leaving out every line whose fields are all empty."""
     lines = []
     values = _Parts(parts)
@@ -290,7 +290,7 @@ def shape(matcher, message: str, normalized: str, history, recorder=None, candid
     parts.append(Part("message", message, "message"))
     if reply is not None:
         parts.append(reply)
-    query = render(template, **{p.name: p.text for p in parts})
+    query = fill_template(template, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(fields)}
     return query, tuple(sorted(parts, key=lambda p: order.get(p.name, 99))), None
 
@@ -395,7 +395,7 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
         if anchor is None:
             return as_typed
         request = (_anchor_part(anchor), Part("message", message, "message"))
-        return render(settings.combine_correction, anchor=anchor.content, message=message), request, None
+        return fill_template(settings.combine_correction, anchor=anchor.content, message=message), request, None
     said, options = offer
     choosing = frozenset(i for i, r in enumerate(finder.rules) if r.select in CHOOSING)
     found = finder.find(normalized, message, history, recorder, candidates=choosing) if choosing else None
@@ -417,7 +417,7 @@ def shape_correction(matcher, message: str, normalized: str, history, recorder=N
         parts.append(Part("message", message, "message"))
     if len(parts) == 1 and parts[0].name == "message":  # parts holds the referent or the message
         return as_typed
-    query = render(settings.combine_correction, **{p.name: p.text for p in parts})
+    query = fill_template(settings.combine_correction, **{p.name: p.text for p in parts})
     order = {name: i for i, name in enumerate(QUERY_PARTS)}
     return query, tuple(sorted(parts, key=lambda p: order[p.name])), None
 

@@ -4,7 +4,7 @@ A tenant's name is :data:`TENANT_SYNTAX`: lower-case letters, digits, ``_``
 and ``-``, 1 to 63 characters, starting with a letter or digit. It names the
 tenant's directory under the service's memory root (so no name can leave
 it) and, in PostgreSQL, its schema
-(:func:`~cleo_rules.retrieval.pg_names.schema_name`). Everything that checks
+(:func:`~cleo_rules.retrieval.pg_schema_names.schema_name`). Everything that checks
 or describes a tenant name uses this module; nothing else spells the
 pattern out. It imports nothing of the project, so the service's settings
 can use it without loading the memory store.

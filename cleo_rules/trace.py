@@ -8,7 +8,7 @@ This module is the row and the protocol of where rows go, a
 :class:`TraceSink`: something that writes a row and reads rows back. Every
 memory has one as its ``traces`` (:attr:`Memory.traces
 <cleo_rules.retrieval.memory.Memory.traces>`); both backends keep the rows
-in a table ``traces`` beside the memory (:mod:`cleo_rules.retrieval.traces`:
+in a table ``traces`` beside the memory (:mod:`cleo_rules.retrieval.trace_sinks`:
 the embedded store's in its SQLite database, created on the first write, a
 PostgreSQL tenant's in its schema). :class:`Tracer` and :func:`read_traces`
 take a sink, or a memory, whose sink they use.
@@ -173,7 +173,7 @@ def as_sink(target) -> TraceSink | None:
     hint = ""
     if hasattr(target, "conn") and hasattr(target, "table_names"):  # a sqlite_utils.Database, as taken before
         hint = ("; give the memory store that holds this database, or its sink "
-                "cleo_rules.retrieval.traces.SqliteTraces(db)")
+                "cleo_rules.retrieval.trace_sinks.SqliteTraces(db)")
     raise TypeError(f"traces are kept by a memory or a trace sink, not {type(target).__name__}{hint}")
 
 

@@ -208,7 +208,7 @@ class PackCheck:
     def record(self) -> dict:
         """The pack as JSON: name, version, hash, path, found_by, config (from the manifest alone when it does not
         compile: the hash is then null, a name or version it lacks ``"?"``)."""
-        return self.found.record(self.pack)
+        return self.found.record(self.pack, self.error.read if self.pack is None and self.error is not None else None)
 
     def to_dict(self) -> dict:
         """The JSON document of ``cleo-rules check``."""
@@ -274,7 +274,7 @@ class PackCheck:
             errors = sum(1 for p in problems if p.severity == "error")
             summary = (f"cleo-rules check: {errors} error{'s' if errors != 1 else ''} in the pack"
                        if command == "check" else f"cleo-rules {command}: the pack does not compile")
-            files, refs = outline(self.found.path)
+            files, refs = outline(self.found.path, self.error.read if self.error else None)
             opened = open_refs(open_cases(self.corpus_dir)) if self.corpus_dir is not None else []
             return CheckResult(command, record, refs, [from_problem(p) for p in problems], summary=summary,
                                files=files, judged=False, corpus=has_corpus, open=opened)
@@ -326,12 +326,14 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
     found = pack if isinstance(pack, FoundPack) else find_pack(pack)
     try:
         compiled = compile_pack(found.path, check_examples=False)
+    except PackError as exc:
+        return _not_compiled(found, exc, corpus_dir, corpus=corpus, corpus_required=corpus_required)
+    try:
         check_pack_version(compiled, require)
     except PackError as exc:
-        beside = corpus_dir_of(found.path)
-        would = Path(corpus_dir) if corpus_dir is not None else (
-            beside if corpus_required or beside.is_dir() else None)
-        return PackCheck(found, error=exc, corpus=corpus, corpus_dir=would if corpus else None)
+        if compiled.manifest is not None:  # the files as compiled: nothing is read again
+            exc.read = (compiled.manifest, dict(compiled.sources))
+        return _not_compiled(found, exc, corpus_dir, corpus=corpus, corpus_required=corpus_required)
     where = corpus_dir
     if where is None and corpus_required:
         where = default_corpus_dir(compiled)
@@ -342,3 +344,11 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
     report = verdict.corpus_report
     return PackCheck(found, compiled, verdict, corpus=corpus, skipped=skipped,
                      corpus_dir=Path(report.corpus_dir) if report is not None else None)
+
+
+def _not_compiled(found: FoundPack, exc: PackError, corpus_dir, *, corpus: bool, corpus_required: bool) -> PackCheck:
+    """The check of a pack that does not compile, or is not of the version required: its error, and the corpus
+    directory its corpus would be read from."""
+    beside = corpus_dir_of(found.path)
+    would = Path(corpus_dir) if corpus_dir is not None else (beside if corpus_required or beside.is_dir() else None)
+    return PackCheck(found, error=exc, corpus=corpus, corpus_dir=would if corpus else None)

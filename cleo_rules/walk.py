@@ -69,10 +69,13 @@ class LaneContext:
 
     ``settings`` are the pack's; ``lexicon`` its word sets by name;
     ``function_words`` the words of its filler vocabulary sets; ``referents``
-    the :class:`~cleo_rules.referents.ReferentFinder` of its referent rules
+    the :class:`~cleo_rules.referent_finder.ReferentFinder` of its referent rules
     (names and mentions in a text); ``vocabulary`` the cover of a message's
     words by the vocabulary sets (:class:`cleo_rules.families.vocabulary.Vocabulary`),
-    from which topic words are counted.
+    from which topic words are counted; ``choice_rule`` the id of the rule
+    that decides a message naming one option of the assistant's last offer
+    (:mod:`cleo_rules.choices`; the vocabulary set of role ``choice``), None
+    when the pack has none.
     """
 
     settings: Any
@@ -80,6 +83,7 @@ class LaneContext:
     function_words: frozenset[str]
     referents: Any
     vocabulary: Any
+    choice_rule: str | None = None
 
     @property
     def timeout(self) -> float:
@@ -104,7 +108,6 @@ class Walk:
     __slots__ = ("message", "text", "words", "tokens", "_history", "history_read", "recorder", "vocabulary", "cover",
                  "spans")
 
-    # the matcher makes one per message and sets these fields itself, without this call: one call less each
     def __init__(self, message: str, text: str, words, tokens: list[str], history, recorder, vocabulary):
         self.message = message
         self.text = text

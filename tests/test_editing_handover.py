@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from cleo_rules import runtime
-from cleo_rules.corpus.cached import generated
+from cleo_rules.corpus.cases_cache import generated
 from cleo_rules.editing import edit_file, read_file
-from cleo_rules.memo import clear_memos
+from cleo_rules.incremental import clear_memos
 from cleo_rules.pack import cache, compile as compile_module, snapshot
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import rules_dir

@@ -1,9 +1,9 @@
-"""What a process remembers while a pack is edited (cleo_rules.memo, issue 24): an edit is judged again only in
+"""What a process remembers while a pack is edited (cleo_rules.incremental, issue 24): an edit is judged again only in
 what it changed, and the judgement is exactly the full one.
 
 Each memory is keyed by everything its value is made of (a file's text, a pattern, a group's hash, the pack's
 decision key); these tests hold every judgement made with what is remembered to the judgement made from nothing
-(:func:`cleo_rules.memo.clear_memos`) and to `cleo-rules check` of the edit written, and each key to the inputs it
+(:func:`cleo_rules.incremental.clear_memos`) and to `cleo-rules check` of the edit written, and each key to the inputs it
 must tell apart.
 """
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from cleo_rules.corpus.generate import generate
 from cleo_rules.corpus.judge import decision_key
 from cleo_rules.editing import edit_file, read_file
-from cleo_rules.memo import clear_memos
+from cleo_rules.incremental import clear_memos
 from cleo_rules.reading import load
 from cleo_rules.pack.compile import _compile, compile_pack
 from cleo_rules.reading.validate import find_schema_problems

@@ -50,7 +50,7 @@ class Busy:
         self.stalled: list[str] = []
 
     def arm(self, stalls: int, where) -> None:
-        from cleo_rules.memo import clear_memos
+        from cleo_rules.incremental import clear_memos
 
         clear_memos()  # every pattern is probed again, as by a process that has not probed it yet
         self.stalls, self.where, self.thread = stalls, where, threading.current_thread()

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.decision import Part
-from cleo_rules.shaping import render
+from cleo_rules.shaping import fill_template
 
 PACK = load_pack()
 QUOTES = ["Compare the two van insurance quotes",
@@ -15,10 +15,10 @@ QUOTES = ["Compare the two van insurance quotes",
 
 def test_render_leaves_out_lines_whose_parts_are_empty():
     t = "{anchor}\n{referent}\n{message}"
-    assert render(t, anchor="A", referent="", message="M") == "A\nM"
-    assert render(t, anchor="", referent="R", message="M") == "R\nM"
-    assert render("{anchor} -- {message}", anchor="A", message="M") == "A -- M"
-    assert render(t, anchor="{x}", referent="", message="{y}") == "{x}\n{y}"  # values are not templates
+    assert fill_template(t, anchor="A", referent="", message="M") == "A\nM"
+    assert fill_template(t, anchor="", referent="R", message="M") == "R\nM"
+    assert fill_template("{anchor} -- {message}", anchor="A", message="M") == "A -- M"
+    assert fill_template(t, anchor="{x}", referent="", message="{y}") == "{x}\n{y}"  # values are not templates
 
 
 def test_a_resolved_follow_up_keeps_the_subject_and_adds_its_referent():
@@ -170,7 +170,7 @@ def test_the_query_is_the_template_the_decision_used_over_its_parts(message, his
 
     d = PACK.classify(message, history)
     if d.kind == "follow_up" and len(d.parts) > 1:
-        assert d.query == render(template_for(PACK.settings, d.parts), **{p.name: p.text for p in d.parts})
+        assert d.query == fill_template(template_for(PACK.settings, d.parts), **{p.name: p.text for p in d.parts})
         assert [p.name for p in d.parts] == sorted((p.name for p in d.parts),
                                                    key=["anchor", "topic", "referent", "message", "reply"].index)
 

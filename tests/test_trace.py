@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 import sqlite_utils
 
-from cleo_rules.retrieval.traces import SqliteTraces
+from cleo_rules.retrieval.trace_sinks import SqliteTraces
 from cleo_rules.trace import TABLE, Tracer, read_traces
 
 from helpers.results import PASSAGE, SNIPPET, decision
@@ -103,7 +103,7 @@ def test_each_part_is_traced_with_where_it_came_from():
 
 
 def test_an_older_traces_table_gains_the_parts_column():
-    from cleo_rules.retrieval.traces import ensure_table
+    from cleo_rules.retrieval.trace_sinks import ensure_table
 
     db = sqlite_utils.Database(memory=True)
     db[TABLE].create({"id": int, "time": str, "message": str, "kind": str}, pk="id")
@@ -133,12 +133,13 @@ def test_a_tracer_takes_a_sink_or_a_memory_and_nothing_else(tmp_path, toy_embedd
 def test_one_trace_query_in_each_dialect(since, searched_only):
     """Both backends read traces with the statement read_sql builds: the same clauses, each dialect's table and
     parameter."""
-    from cleo_rules.retrieval.traces import POSTGRES, SQLITE, read_sql
+    from cleo_rules.retrieval.tables import POSTGRES, SQLITE
+    from cleo_rules.retrieval.trace_sinks import read_sql
 
     lite, lite_params = read_sql(SQLITE, since=since, searched_only=searched_only)
     pg, pg_params = read_sql(POSTGRES, since=since, searched_only=searched_only)
     assert lite_params == pg_params == ([since] if since else [])
-    assert lite.replace("[traces]", "T").replace("?", "$") == pg.replace("{s}.traces", "T").replace("%s", "$")
+    assert lite.replace("traces", "T", 1).replace("?", "$") == pg.replace("{s}.traces", "T").replace("%s", "$")
     assert ("time >= " in lite) is bool(since) and ("query IS NOT NULL" in lite) is searched_only
     assert lite.endswith(" ORDER BY id")
     db = sqlite_utils.Database(memory=True)
@@ -153,13 +154,14 @@ def test_one_trace_query_in_each_dialect(since, searched_only):
 
 
 def test_a_trace_row_of_an_unknown_column_is_refused_before_any_sql():
-    from cleo_rules.retrieval.traces import POSTGRES, SQLITE, insert_sql
+    from cleo_rules.retrieval.tables import POSTGRES, SQLITE
+    from cleo_rules.retrieval.trace_sinks import insert_sql
 
     for dialect in (SQLITE, POSTGRES):
         with pytest.raises(ValueError, match="unknown trace column"):
             insert_sql(dialect, ["time", "message); DROP TABLE traces; --"])
     assert insert_sql(POSTGRES, ["time", "kind"]) == "INSERT INTO {s}.traces (time, kind) VALUES (%s, %s) RETURNING id"
-    assert insert_sql(SQLITE, ["time", "kind"]) == "INSERT INTO [traces] (time, kind) VALUES (?, ?)"
+    assert insert_sql(SQLITE, ["time", "kind"]) == "INSERT INTO traces (time, kind) VALUES (?, ?)"
 
 
 def test_a_trace_records_the_bases_of_the_pack_and_a_table_without_the_column_still_reads(tmp_path):

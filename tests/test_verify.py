@@ -252,3 +252,32 @@ def test_check_corpus_check_and_packs_check_give_one_verdict_through_one_call(ho
         assert listed["status"].startswith(f"error: {lead}")
         if how == "fails":
             assert {p["code"] for p in errors[0]} == {"E134", "E230"}
+
+
+@pytest.mark.parametrize("broken", ["a file's rule", "a file's kind", "the version"])
+def test_the_findings_of_a_pack_that_is_refused_read_no_file_again(pack_dir, monkeypatch, broken):
+    """What the compiler read of a pack is what its findings' outline is made of: each file is read once."""
+    import cleo_rules.reading.load as load
+    from cleo_rules.verify import check
+
+    if broken == "a file's rule":
+        (pack_dir / "corrections.yaml").write_text(
+            (pack_dir / "corrections.yaml").read_text(encoding="utf-8").replace("description:", "descripton:", 1),
+            encoding="utf-8")
+    elif broken == "a file's kind":
+        (pack_dir / "follow_ups.yaml").write_text("kind: greetings\nrules: []\n", encoding="utf-8")
+    opened: list[str] = []
+
+    def counted(path, *args, **kwargs):
+        opened.append(Path(path).name)
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(load, "open", counted, raising=False)
+    result = check(pack_dir, corpus=False, require=">=2" if broken == "the version" else None)
+    assert result.error is not None
+    findings = result.findings()
+    assert {f.name for f in findings.files} == {"vocabulary.yaml", "corrections.yaml", "follow_ups.yaml"}
+    assert [r.id for r in findings.rules] != []
+    assert sorted(set(opened)) == sorted(opened)  # none twice
+    if broken != "the version":  # a pack that compiles may come from the compiled-pack cache, reading none
+        assert sorted(opened) == ["corrections.yaml", "follow_ups.yaml", "pack.yaml", "vocabulary.yaml"]

@@ -11,6 +11,7 @@ every message as the bundled one does.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import types
 
 import pytest
@@ -130,3 +131,19 @@ def test_the_walk_a_lane_reads_has_every_field_set_as_walk_sets_it():
     assert fields == {field: getattr(made, field) for field in Walk.__slots__}
     assert fields["_history"] is said and fields["cover"] is None and fields["spans"] is None
     assert fields["history_read"] is False  # this lane reads no history
+
+
+def test_the_rule_that_decides_a_named_choice_is_the_one_the_lanes_context_names():
+    """The matcher knows no family: which rule decides a message naming an offered option is handed to it in the
+    lanes' context (made by the families from the vocabulary set of role ``choice``), never looked up in a set."""
+    offer = ["Which van insurer covers tools left in the van overnight?",
+             {"role": "assistant", "content": "Two do: Brightline Commercial at 2,140 a year and Zego Van at 1,865."}]
+    assert MATCHER.context.choice_rule == "vocab.choice"
+
+    def with_choice(rule):
+        return Matcher(MATCHER.settings, MATCHER.lanes, MATCHER._identity, requirements=MATCHER.requirements,
+                       context=dataclasses.replace(MATCHER.context, choice_rule=rule))
+
+    decided = with_choice("team.pick").classify("Brightline, please.", offer)
+    assert (decided.kind, decided.rule) == ("follow_up", "team.pick")
+    assert with_choice(None).classify("Brightline, please.", offer).rule != "vocab.choice"

@@ -89,7 +89,7 @@ def find(spec):
     return find_pack(spec)
 
 
-def installed(path) -> bool:
+def is_installed_path(path) -> bool:
     """Whether ``path`` lies in an installed distribution (:func:`cleo_rules.resources.in_installed_distribution`)."""
     from ..resources import in_installed_distribution
 
@@ -101,7 +101,7 @@ def shown(path, name: str) -> str:
     into site-packages says nothing to a reader), else as everywhere (:func:`~cleo_rules.reading.load.display`)."""
     from ..reading.load import display
 
-    return f"<installed pack {name}>" if installed(path) else display(path)
+    return f"<installed pack {name}>" if is_installed_path(path) else display(path)
 
 
 def plain(text: str, found, name: str, pack=None) -> str:
@@ -119,7 +119,7 @@ def plain(text: str, found, name: str, pack=None) -> str:
     else:
         packs += [(layer.path, layer.name) for layer in base_dirs(Path(found.path))]
     for path, who in packs:
-        if not installed(path):
+        if not is_installed_path(path):
             continue
         for where, label in ((corpus_dir_of(path), f"<installed pack {who} corpus>"),
                              (Path(path), f"<installed pack {who}>")):

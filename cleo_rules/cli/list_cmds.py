@@ -8,7 +8,7 @@ import click
 
 from .common import EXIT_CODES_HELP, composition_lines, find, pack_line, plain
 
-COLUMNS = ("ID", "KIND", "PACK", "STATUS", "DESCRIPTION")
+RULE_COLUMNS = ("ID", "KIND", "PACK", "STATUS", "DESCRIPTION")
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -48,7 +48,7 @@ def rules(pack_dir, where, as_json):
         doc = {"pack": found.record(pack), "rules": [r.to_dict() for r in listed]}
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
         return
-    header = COLUMNS[:4] + (("AT",) if where else ()) + COLUMNS[4:]
+    header = RULE_COLUMNS[:4] + (("AT",) if where else ()) + RULE_COLUMNS[4:]
     rows: list[tuple[str, ...]] = [header]
     for r in listed:
         at = (f"{r.file}:{r.line}" if r.file else "-",) if where else ()

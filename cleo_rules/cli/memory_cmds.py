@@ -17,7 +17,7 @@ import click
 from ..errors import UsageError
 from ..kinds import Source
 from .common import SuggestingGroup
-from .store import db_option, open_store
+from .db_option import db_option, open_store
 
 
 def _model_option(f):
@@ -300,9 +300,9 @@ def tenants(db, schema, tenant, as_json):
       cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo
       cleo-rules memory tenants --db postgresql://cleo@db.internal/cleo --adopt SCHEMA --tenant acme
     """
-    from ..memory_backends import find
+    from ..memory_backends import backend_for
 
-    backend = find(db)
+    backend = backend_for(db)
     if backend.extra != "postgres":
         raise UsageError(f"memory tenants lists the tenants of a PostgreSQL database (--db postgresql://...); "
                          f"{db!s:.80} is a directory, which holds one store")

@@ -27,9 +27,10 @@ from pathlib import Path
 
 import click
 
-__all__ = ["FORMATS", "Outputs", "Piece", "format_option"]
+from ..findings import FORMATS
 
-FORMATS = ("text", "json", "sarif", "junit", "github")
+__all__ = ["Outputs", "Piece", "format_option"]
+
 
 FORMAT_HELP = ("Output: text (for people), json (one document), sarif (SARIF 2.1.0 for code scanning), "
                "junit (JUnit XML, one test case per rule file and per rule) or github (workflow commands that "

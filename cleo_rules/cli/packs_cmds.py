@@ -10,7 +10,7 @@ import click
 
 from ..errors import CleoError, UsageError
 
-COLUMNS = ("NAME", "VERSION", "LOCALE", "SOURCE", "PATH")
+PACK_COLUMNS = ("NAME", "VERSION", "LOCALE", "SOURCE", "PATH")
 
 
 def _source(info) -> str:
@@ -111,12 +111,12 @@ def packs(directories, require, check_, as_json):
     if as_json:
         click.echo(json.dumps({"packs": [r for _, r in records]}, indent=2, ensure_ascii=False))
     else:
-        header = COLUMNS + (("STATUS",) if check_ or any(i.error for i, _ in records) else ())
+        header = PACK_COLUMNS + (("STATUS",) if check_ or any(i.error for i, _ in records) else ())
         rows: list[tuple[str, ...]] = [header]
         for info, record in records:
             row = (info.name, info.version or "-", info.locale or "-", _source(info),
                    str(info.path) if info.path else "-")
-            if len(header) > len(COLUMNS):
+            if len(header) > len(PACK_COLUMNS):
                 row += (record["status"] or "ok",)
             rows.append(row)
         click.echo(_table(rows))

@@ -11,11 +11,11 @@ import sys
 import click
 
 from ..errors import MissingExtra, UsageError
-from ..memory_backends import find
+from ..extras import MEMORY_MODULES
+from ..memory_backends import backend_for
 from ..serve.settings import DEFAULTS, ServeSettings
 
 SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
-MEMORY_MODULES = ("numpy", "hnswlib", "sqlite_utils", "onnxruntime", "tokenizers")
 
 
 def _missing(modules) -> list[str]:
@@ -134,8 +134,8 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
         raise UsageError(f"the service needs the serve extra ({', '.join(missing)} missing): "
                          f"pip install 'cleo-rules[serve]'")
     if memory is not None:
-        backend = find(memory)
-        missing = _missing(MEMORY_MODULES)
+        backend = backend_for(memory)
+        missing = _missing(sorted(MEMORY_MODULES))
         if backend.modules and (missing or _missing(sorted(backend.modules))):
             raise backend.missing()
         if missing:  # what the core install says of any memory command: the pip command that brings them

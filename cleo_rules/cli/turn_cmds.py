@@ -26,7 +26,7 @@ from .common import (
     EXIT_CODES_HELP, PACK_HELP, SuggestingGroup, error_line, find, history_error, history_option, pack_line, pack_record,
     stream_lines,
 )
-from .store import db_option, open_store
+from .db_option import db_option, open_store
 
 
 def _load_pack(pack):

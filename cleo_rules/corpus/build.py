@@ -81,7 +81,7 @@ def build_corpus(pack, corpus_dir=None) -> BuildResult:
         what = (f"rule {g.name} ({g.source}, {rules[g.name].kind})" if g.name in rules
                 else f"the cross-rule cases ({g.source})")
         gdir.mkdir(parents=True, exist_ok=True)
-        path.write_text(cfiles.render(path, header, g.cases, what=what), encoding="utf-8")
+        path.write_text(cfiles.render_corpus_file(path, header, g.cases, what=what), encoding="utf-8")
         result.written.append(cfiles.display(path))
     for cf in existing:
         if cf.path.name not in keep and cf.generated:

@@ -34,7 +34,7 @@ from ..text import normalize
 from .files import default_corpus_dir
 from .generate import generate
 from .judge import Evaluator
-from .model import Case, CorpusError, history_item, plain
+from .model import Case, CorpusError, history_item, plain_item
 from .run import load_cases
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Seen:
 
 
 @dataclass
-class Change:
+class CaseChange:
     case: Case
     expected: bool           # the case carries an expectation (corpus case)
     old: Seen
@@ -61,7 +61,7 @@ class Change:
 
     def to_dict(self) -> dict:
         c = self.case
-        d = {"id": c.id, "message": c.message, "history": [plain(h) for h in c.history], "source": c.source,
+        d = {"id": c.id, "message": c.message, "history": [plain_item(h) for h in c.history], "source": c.source,
              "verdict": self.verdict, "old": self.old.to_dict(), "new": self.new.to_dict()}
         if self.expected:
             d["expected"] = {"kind": c.expect, "rule": c.rule, "not": list(c.not_rules)}
@@ -138,12 +138,12 @@ def _cell(value) -> str:
         else str(value)
 
 
-def _side_by_side(ch: Change, width: int = 44) -> list[str]:
+def _side_by_side(ch: CaseChange, width: int = 44) -> list[str]:
     c = ch.case
     head = f"{ch.verdict.upper():<8}{c.id}  {json.dumps(c.message, ensure_ascii=False)}"
     lines = [head]
     if c.history:
-        lines.append(f"  {'history':<10}{json.dumps([plain(h) for h in c.history], ensure_ascii=False)}")
+        lines.append(f"  {'history':<10}{json.dumps([plain_item(h) for h in c.history], ensure_ascii=False)}")
     if ch.expected:
         lines.append(f"  {'expected':<10}{c.expect or 'any kind'}" + (f" by {c.rule}" if c.rule else "")
                      + (f", not {', '.join(c.not_rules)}" if c.not_rules else ""))
@@ -300,7 +300,7 @@ def diff_packs(old, new, *, corpus_dir=None, jsonl=(), old_label="old", new_labe
     def add(cases, expected):
         count = 0
         for c in cases:
-            key = (normalize(c.message), json.dumps([plain(h) for h in c.history], ensure_ascii=False))
+            key = (normalize(c.message), json.dumps([plain_item(h) for h in c.history], ensure_ascii=False))
             if key in seen:
                 continue
             seen.add(key)
@@ -322,13 +322,13 @@ def diff_packs(old, new, *, corpus_dir=None, jsonl=(), old_label="old", new_labe
             continue
         seen_a, seen_b = Seen(a.kind, a.rule, a.query), Seen(b.kind, b.rule, b.query)
         if (a.kind, a.query) == (b.kind, b.query):
-            report.rule_changes.append(Change(case, expected, seen_a, seen_b, "rule"))
+            report.rule_changes.append(CaseChange(case, expected, seen_a, seen_b, "rule"))
             continue
         verdict = "changed"
         if expected:
             ok_a, ok_b = ev_old.judge(case, a).ok, ev_new.judge(case, b).ok
             verdict = "broken" if ok_a and not ok_b else "fixed" if ok_b and not ok_a else "changed"
-        report.changes.append(Change(case, expected, seen_a, seen_b, verdict))
+        report.changes.append(CaseChange(case, expected, seen_a, seen_b, verdict))
     order = {"broken": 0, "fixed": 1, "changed": 2}
     report.changes.sort(key=lambda ch: (order[ch.verdict], ch.case.id))
     report.rule_changes.sort(key=lambda ch: ch.case.id)

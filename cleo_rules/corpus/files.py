@@ -31,10 +31,10 @@ from pathlib import Path
 
 from ..errors import Problem
 from ..kinds import DecisionKind
-from ..memo import Memo
+from ..incremental import Memo
 from ..reading.load import MAX_FILE_BYTES, display, load_yaml, parse_yaml, pointer_join, resolve_member
 from ..reading.validate import find_schema_problems
-from .model import CROSS, HAND, Case, history_item, plain, problem
+from .model import CROSS, HAND, Case, history_item, plain_item, problem
 
 GENERATED_DIR = "generated"
 CROSS_FILE = "_cross-rule.yaml"
@@ -88,7 +88,7 @@ def case_line(case: Case) -> str:
     if case.not_kind is not None:
         d["not_kind"] = case.not_kind
     if case.history:
-        d["history"] = [plain(h) for h in case.history]
+        d["history"] = [plain_item(h) for h in case.history]
     if case.has_referent:
         d["referent"] = case.referent
     return "  - " + json.dumps(d, ensure_ascii=False)
@@ -109,7 +109,7 @@ def schema_ref(path: Path) -> str | None:
     return None
 
 
-def render(path: Path, header: dict, cases, *, what: str) -> str:
+def render_corpus_file(path: Path, header: dict, cases, *, what: str) -> str:
     ref = schema_ref(path)
     lines = [
         f"# yaml-language-server: $schema={ref}" if ref else

@@ -58,7 +58,7 @@ from ..errors import Problem
 from ..families import RULE_CASES, family_of
 from ..families.referents import REFERENT_CASES
 from ..kinds import DecisionKind, FileKind
-from ..memo import Memo
+from ..incremental import Memo
 from ..reading.load import LoadedFile, pointer_join
 from ..text import normalize
 from .model import CROSS, Case, CorpusError, CaseTurn, history_item

@@ -24,9 +24,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..kinds import DecisionKind
-from ..shaping import render, template_for
-from ..memo import Memo
-from .model import Case, plain, role_tagged, user_turns
+from ..shaping import fill_template, template_for
+from ..incremental import Memo
+from .model import Case, plain_item, role_tagged, user_turns
 
 if TYPE_CHECKING:
     from ..decision import Decision
@@ -91,7 +91,7 @@ class Outcome:
         if c.has_referent:
             d["expected"]["referent"] = c.referent
         if c.history:
-            d["history"] = [plain(h) for h in c.history]
+            d["history"] = [plain_item(h) for h in c.history]
         if label:
             d["type"] = label
         return d
@@ -218,7 +218,7 @@ class Evaluator:
         messages it has not decided before."""
         if self._key is None:
             self._key = decision_key(self.pack)
-        key = (self._key, message, json.dumps([plain(h) for h in history], ensure_ascii=False))
+        key = (self._key, message, json.dumps([plain_item(h) for h in history], ensure_ascii=False))
         known = _decided.get(key)
         if known is not None:
             return known
@@ -275,7 +275,7 @@ class Evaluator:
             return self._shape_parts(case, d, expect)
         if expect == "follow_up":
             anchor = case.anchor if case.anchor is not None else case.history[-1]
-            want = render(self.pack.settings.combine, anchor=anchor, message=case.message)
+            want = fill_template(self.pack.settings.combine, anchor=anchor, message=case.message)
             if d.query == want:
                 return []
             if d.anchor is None:
@@ -293,7 +293,7 @@ class Evaluator:
 
         offer = self.pack.matcher.referents.offer(read_history(case.history))
         if offer is None:
-            wanted = [case.message] + [render(self.pack.settings.combine_correction, anchor=u, message=case.message)
+            wanted = [case.message] + [fill_template(self.pack.settings.combine_correction, anchor=u, message=case.message)
                                        for u in user_turns(case.history)]
             if d.query not in wanted:
                 return [f"query is {json.dumps(d.query, ensure_ascii=False)}: a correction with no offer before it "
@@ -327,7 +327,7 @@ class Evaluator:
         elif d.anchor is not None and not any(_drawn_from(d.anchor, u) for u in users):
             out.append(f"query combined with {json.dumps(d.anchor, ensure_ascii=False)}, which is no user turn")
         # the template the decision used, over the parts it found (the message among them)
-        want = render(template_for(self.pack.settings, d.parts), **{p.name: p.text for p in d.parts})
+        want = fill_template(template_for(self.pack.settings, d.parts), **{p.name: p.text for p in d.parts})
         if len(d.parts) <= 1:
             want = case.message
         if d.query != want:

@@ -63,7 +63,7 @@ def history_item(item):
     raise ValueError(f"an item must be a string or {{role, content}}, found {type(item).__name__}")
 
 
-def plain(item):
+def plain_item(item):
     """A history item as JSON: the string, or ``{"role", "content"}``."""
     return item.to_dict() if isinstance(item, CaseTurn) else item
 
@@ -150,7 +150,7 @@ class Case:
         if self.not_kind is not None:
             d["not_kind"] = self.not_kind
         if self.history:
-            d["history"] = [plain(h) for h in self.history]
+            d["history"] = [plain_item(h) for h in self.history]
         if self.has_referent:
             d["referent"] = self.referent
         if self.anchor is not None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..errors import Problem
 from ..reading.load import display
 from .generate import GENERATOR_VERSION
-from .model import CROSS, HAND, plain
+from .model import CROSS, HAND, plain_item
 
 if TYPE_CHECKING:
     from ..pack.model import Pack
@@ -287,7 +287,7 @@ def _case_lines(failures, max_shown: int) -> list[str]:
     for label, o in shown:
         lines.append(f"  {label:<5} {o.case.id}  {json.dumps(o.case.message, ensure_ascii=False)}")
         if o.case.history:
-            lines.append(f"        history: {json.dumps([plain(h) for h in o.case.history], ensure_ascii=False)}")
+            lines.append(f"        history: {json.dumps([plain_item(h) for h in o.case.history], ensure_ascii=False)}")
         lines.append(f"        {o.expected()}, {o.got()}")
         if o.case.has_referent or any(r.startswith("referent") for r in o.reasons):
             lines.append(f"        {o.got_referent()}")

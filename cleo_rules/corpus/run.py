@@ -40,10 +40,10 @@ from ..errors import Problem
 from ..text import normalize
 from . import files as cfiles
 from .files import default_corpus_dir, display
-from .cached import generated
+from .cases_cache import generated
 from .generate import rule_kind
 from .judge import Evaluator, Outcome
-from .model import CROSS, HAND, Case, CorpusError, plain, problem, role_tagged
+from .model import CROSS, HAND, Case, CorpusError, plain_item, problem, role_tagged
 from .report import GroupStats, Report, RuleStats, Skipped, Stale
 
 __all__ = ["find_contradictions", "find_stale", "find_uncovered", "load_cases", "run_corpus", "tally"]
@@ -174,7 +174,7 @@ def _contradiction_key(c: Case):
     """
     if not role_tagged(c.history):
         return normalize(c.message)
-    return normalize(c.message), json.dumps([plain(h) for h in c.history], ensure_ascii=False)
+    return normalize(c.message), json.dumps([plain_item(h) for h in c.history], ensure_ascii=False)
 
 
 def find_contradictions(cases) -> list[Problem]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import regex
 
-from ..memo import memoized
+from ..incremental import memoized
 
 _SLOT_NAME = regex.compile(r"[a-z][a-z0-9_]*")
 _SPACES = regex.compile(r"\s+")
@@ -44,7 +44,7 @@ _BEFORE_PUNCT = regex.compile(r" (?=[,.!?;:])")
 _LEADING = regex.compile(r"^[\s,;:]+")
 _DOUBLE_COMMA = regex.compile(r",(?:\s*,)+")
 
-MAX_DEPTH = 8  # slot fillers referring to slots referring to slots ...
+MAX_SLOT_DEPTH = 8  # slot fillers referring to slots referring to slots ...
 SEP = "\x00"   # between the parts of a joint expansion (YAML text cannot hold it)
 MAX_BINDINGS = 256  # fillers of a conversation's bound slots taken together: more are sampled, seeded
 
@@ -73,15 +73,15 @@ class Alt:
 
 
 @dataclass(frozen=True)
-class Ref:
+class SlotRef:
     name: str
     optional: bool
 
 
 @memoized
 @functools.lru_cache(maxsize=16384)
-def parse(template: str) -> Seq:
-    """Parse ``template`` into a tree of :class:`Lit`, :class:`Seq`, :class:`Alt` and :class:`Ref` (frozen: the
+def parse_template(template: str) -> Seq:
+    """Parse ``template`` into a tree of :class:`Lit`, :class:`Seq`, :class:`Alt` and :class:`SlotRef` (frozen: the
     tree of a text is remembered, and shared)."""
     node, pos = _parse_seq(template, 0, top=True)
     return node
@@ -133,7 +133,7 @@ def _parse_braces(t: str, pos: int):
         optional = t.startswith("?", end)
         close = end + (1 if optional else 0)
         if t.startswith("}", close):
-            return Ref(m.group(), optional), close + 1
+            return SlotRef(m.group(), optional), close + 1
     options = []
     while True:
         node, pos = _parse_seq(t, pos, top=False)
@@ -175,7 +175,7 @@ def split_joint(raw: str) -> list[str]:
 
 def direct_slots(tree) -> set[str]:
     """The slots a parsed template names itself (not those its slots' fillers name)."""
-    if isinstance(tree, Ref):
+    if isinstance(tree, SlotRef):
         return {tree.name}
     if isinstance(tree, Seq):
         return set().union(*(direct_slots(p) for p in tree.parts)) if tree.parts else set()
@@ -261,14 +261,14 @@ class Grammar:
             chain = " -> ".join(self._resolving[self._resolving.index(name):] + [name])
             raise TemplateError(f"slot {{{name}}} refers back to itself ({chain})",
                                 "a slot's fillers may use other slots, but not in a circle")
-        if len(self._resolving) >= MAX_DEPTH:
-            raise TemplateError(f"slots nest more than {MAX_DEPTH} deep at {{{name}}}", "flatten the slot fillers")
+        if len(self._resolving) >= MAX_SLOT_DEPTH:
+            raise TemplateError(f"slots nest more than {MAX_SLOT_DEPTH} deep at {{{name}}}", "flatten the slot fillers")
         self._resolving.append(name)
         try:
             options = []
             for filler in self.slots[name]:
                 try:
-                    options.append(self._build(parse(filler)))
+                    options.append(self._build(parse_template(filler)))
                 except TemplateError as exc:
                     raise TemplateError(f"in a filler of slot {{{name}}}: {exc}", exc.help) from None
         finally:
@@ -292,7 +292,7 @@ class Grammar:
 
     def compile(self, template: str) -> _Node:
         """Parse ``template`` and resolve its slots; raises :class:`TemplateError`."""
-        return self._build(parse(template))
+        return self._build(parse_template(template))
 
     def compile_joint(self, templates, seed: str = "") -> _Node:
         """Templates expanded together, their parts joined by :data:`SEP`; raises :class:`TemplateError`.
@@ -301,7 +301,7 @@ class Grammar:
         of them (each of its expansions in turn; past :data:`MAX_BINDINGS`
         combinations of the bound slots, a sample seeded by ``seed``).
         """
-        trees = [parse(t) for t in templates]
+        trees = [parse_template(t) for t in templates]
         named = [direct_slots(t) for t in trees]
         shared = sorted(n for n in set().union(*named) if sum(n in s for s in named) >= 2)
         sep = _Node("lit", SEP)
@@ -338,12 +338,12 @@ class Grammar:
         seen: set[str] = set()
 
         def walk(tree):
-            if isinstance(tree, Ref):
+            if isinstance(tree, SlotRef):
                 if tree.name not in seen and tree.name in self.slots:
                     seen.add(tree.name)
                     for filler in self.slots[tree.name]:
                         try:
-                            walk(parse(filler))
+                            walk(parse_template(filler))
                         except TemplateError:
                             pass
             elif isinstance(tree, Seq):
@@ -354,7 +354,7 @@ class Grammar:
                     walk(o)
 
         try:
-            walk(parse(template))
+            walk(parse_template(template))
         except TemplateError:
             pass
         return sorted(seen)

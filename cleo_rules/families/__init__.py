@@ -42,9 +42,9 @@ from collections.abc import Mapping
 from ..kinds import FileKind
 from ..matcher import Matcher
 from ..reading.load import LoadedFile
-from ..referents import ReferentFinder
+from ..referent_finder import ReferentFinder
 from ..walk import LaneContext
-from .base import RULE_CASES, Build, Family, Item, Tally
+from .base import RULE_CASES, Build, Family, RuleItem, Tally
 from .corrections import CORRECTIONS
 from .follow_ups import FOLLOW_UPS
 from .lexicon import LEXICON
@@ -52,7 +52,7 @@ from .referents import REFERENTS
 from .slots import SLOTS
 from .vocabulary import VOCABULARY, Vocabulary
 
-__all__ = ["BUILTIN", "RULE_CASES", "Build", "Family", "Item", "Tally", "build_matcher", "counts", "family",
+__all__ = ["BUILTIN", "RULE_CASES", "Build", "Family", "RuleItem", "Tally", "build_matcher", "counts", "family",
            "family_of", "family_of_file", "kinds", "outside", "register", "registered", "rule_kinds", "unregister"]
 
 #: The bundled families, in the order their kinds are listed (:class:`~cleo_rules.kinds.FileKind`).
@@ -176,7 +176,8 @@ def build_matcher(settings, rules: Mapping[str, tuple], identity, *, lexicon: Ma
         clause_verbs=referent_words.get("clause_verbs", ()), max_words=settings.max_referent_words,
         timeout=settings.timeout_ms / 1000.0, max_chars=settings.max_scan_chars)
     vocabulary = Vocabulary(vocab_sets, settings.timeout_ms / 1000.0)
-    context = LaneContext(settings, lexicon, function_words, finder, vocabulary)
+    choice_rule = next((v.id for v in vocab_sets if v.role == "choice"), None)
+    context = LaneContext(settings, lexicon, function_words, finder, vocabulary, choice_rule)
     lanes = [lane for kind, kind_rules in rules.items() for lane in family(kind).lanes(kind_rules, context)]
     lanes.sort(key=lambda lane: lane.order)
     return Matcher(settings, lanes, identity, context=context, requirements=requirements)

@@ -1,4 +1,4 @@
-"""What a rule family is: :class:`Family`, and what the compiler hands it (:class:`Build`, :class:`Item`).
+"""What a rule family is: :class:`Family`, and what the compiler hands it (:class:`Build`, :class:`RuleItem`).
 
 A family is one kind of rule file (its ``kind:``) and everything about the
 rules in it:
@@ -33,7 +33,7 @@ from ..errors import Problem
 from ..kinds import DecisionKind
 from ..reading.load import LoadedFile, pointer_join
 
-__all__ = ["RULE_CASES", "Build", "Family", "Item", "Tally"]
+__all__ = ["RULE_CASES", "Build", "Family", "RuleItem", "Tally"]
 
 #: A rule's corpus template lists: (name, id letter, the kind its cases must get, None for the rule's own).
 RULE_CASES = (
@@ -88,7 +88,7 @@ class Build:
 
 
 @dataclass(frozen=True)
-class Item:
+class RuleItem:
     """One item of a rule file's list, as a family's builder gets it.
 
     ``src`` is the file as loaded, ``pointer`` the item's place in it
@@ -183,14 +183,14 @@ class Family:
             if keep is not None and not keep(rule_id):
                 continue
             claimed = build.claim(src, pointer_join(pointer, "id"), rule_id)
-            rule = self.build(item, Item(src, pointer, rule_id, claimed, src.where(pointer)[0], build))
+            rule = self.build(item, RuleItem(src, pointer, rule_id, claimed, src.where(pointer)[0], build))
             if rule is not None:
                 built.append(rule)
 
     def read(self, src: LoadedFile, build: Build) -> None:
         """Keep what a file holds besides its rules, in ``build.data``; nothing by default."""
 
-    def build(self, item: dict, at: Item) -> Any:
+    def build(self, item: dict, at: RuleItem) -> Any:
         """The rule ``item`` makes, or None (its problems added through ``at``); a rule is built only when
         ``at.claimed``."""
         return None

@@ -125,7 +125,7 @@ class FollowUpLane(PatternLane):
     def _guards_pass(self, rule, m, walk) -> bool:
         """Whether a match of a guarded rule stands: lexicon head, and no name where the rule forbids one.
 
-        Names are read in the message as typed (:mod:`cleo_rules.names`); the
+        Names are read in the message as typed (:mod:`cleo_rules.proper_names`); the
         match's start is mapped back from the normalised text.
         """
         if rule.head_in is not None:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..kinds import DecisionKind, RuleKind
 from ..walk import Lane, limited, retried
-from .base import Build, Family, Item
+from .base import Build, Family, RuleItem
 
 __all__ = ["PatternFamily", "PatternLane", "PatternRule", "build_pattern", "listed", "short_of_follow_up"]
 
@@ -80,7 +80,7 @@ def _pattern_source(item: dict) -> str | None:
     return pat if isinstance(pat, str) else None
 
 
-def build_pattern(item: dict, at: Item) -> tuple[str, Any] | None:
+def build_pattern(item: dict, at: RuleItem) -> tuple[str, Any] | None:
     """``(pattern, compiled)`` of a rule's ``pattern`` (a regex, or a list of them joined as alternatives),
     linted (:func:`~cleo_rules.reading.validate.lint_pattern`); None when it does not compile or the rule is not
     built. Its bounds are checked too: ``min_content_words`` above ``max_content_words`` (E141)."""
@@ -124,7 +124,7 @@ class PatternFamily(Family):
     def corpus_kind(self) -> str:
         return self.rule_kind
 
-    def build(self, item: dict, at: Item) -> PatternRule | None:
+    def build(self, item: dict, at: RuleItem) -> PatternRule | None:
         found = build_pattern(item, at)
         if found is None or at.id is None:
             return None

@@ -1,9 +1,9 @@
-"""The referents family: what a follow-up points at in the conversation (see :mod:`cleo_rules.referents`).
+"""The referents family: what a follow-up points at in the conversation (see :mod:`cleo_rules.referent_finder`).
 
 A ``referents`` file's rules do not classify: a follow-up's query is shaped
 with the referent the first of them finds ("the second one": the second
 option the assistant offered). They have no lane in the walk, but share its
-prefilter scan; :class:`~cleo_rules.referents.ReferentFinder` tries them.
+prefilter scan; :class:`~cleo_rules.referent_finder.ReferentFinder` tries them.
 The file also lists ``time_words`` and ``clause_verbs`` the finder reads
 replies with. Their examples are conversations whose referent the rule must
 find (:meth:`Referents.example_problems`), and so are their corpus cases.
@@ -19,7 +19,7 @@ from ..errors import Problem
 from ..history import read_history
 from ..kinds import DecisionKind, FileKind, RuleKind
 from ..text import normalize
-from .base import Build, Family, Item
+from .base import Build, Family, RuleItem
 from .patterns import build_pattern, listed
 
 __all__ = ["REFERENTS", "REFERENT_CASES", "ReferentRule", "Referents"]
@@ -73,7 +73,7 @@ class Referents(Family):
             if isinstance(src.data.get(key), list):
                 words[key] = words.get(key, ()) + tuple(w for w in src.data[key] if isinstance(w, str))
 
-    def build(self, item: dict, at: Item) -> ReferentRule | None:
+    def build(self, item: dict, at: RuleItem) -> ReferentRule | None:
         found = build_pattern(item, at)
         if found is None or at.id is None:
             return None

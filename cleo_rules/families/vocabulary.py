@@ -22,7 +22,7 @@ from ..kinds import DecisionKind, FileKind, RuleKind
 from ..prefilter import first_ascii_chars
 from ..text import WORD, normalize
 from ..walk import Lane, LaneOrder, limited
-from .base import Family, Item, Tally
+from .base import Family, RuleItem, Tally
 from .patterns import listed, short_of_follow_up
 
 __all__ = ["ROLE_PRIORITY", "VOCABULARY", "VocabSet", "Vocabulary", "VocabularyFamily", "VocabularyLane"]
@@ -220,7 +220,7 @@ class VocabularyFamily(Family):
     tally = Tally(2, "vocabulary_sets", "vocabulary sets")
     rule_class = VocabSet
 
-    def build(self, item: dict, at: Item) -> VocabSet | None:
+    def build(self, item: dict, at: RuleItem) -> VocabSet | None:
         from ..reading.validate import lint_pattern
 
         seen = at.build.notes.setdefault(self.kind, {})  # every entry of every set: a word belongs to one

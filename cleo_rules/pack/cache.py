@@ -21,7 +21,7 @@ compiler, as without a cache; a pack that does not compile is never written.
 
 **An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
 nothing that can run code); the corpus its templates generate, under the
-same key (:mod:`cleo_rules.corpus.cached`); or the serving gate's acceptance
+same key (:mod:`cleo_rules.corpus.cases_cache`); or the serving gate's acceptance
 of a pack and its corpus (:func:`cleo_rules.runtime.accept`, whose key adds
 every corpus file). Each is written to a temporary file in the directory and
 renamed over the entry (``os.replace``), so a reader sees a whole entry or
@@ -71,14 +71,14 @@ from . import compose
 from .model import Pack
 from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
 
-__all__ = ["ENV", "KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
+__all__ = ["ENV", "ENTRY_KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
            "key", "key_of", "location", "relocate", "store_entry", "written_later"]
 
 log = logging.getLogger("cleo_rules")
 
 ENV = "CLEO_RULES_CACHE"
 #: what an entry holds: a compiled pack, the corpus its templates generate, or the serving gate's acceptance
-KINDS = ("pack", "corpus", "gate")
+ENTRY_KINDS = ("pack", "corpus", "gate")
 MAX_ENTRIES = 32  # of each kind
 MAX_ENTRY_BYTES = 256 << 20
 _OFF = frozenset({"off", "0", "no", "false", "none"})
@@ -368,7 +368,7 @@ class Store:
         return hmac.new(self._secret, signed, hashlib.sha256).hexdigest().encode()
 
     def read(self, key: str, kind: str = "pack") -> dict | None:
-        """The entry of ``kind`` (one of :data:`KINDS`) stored under ``key``, or None when there is none or it is
+        """The entry of ``kind`` (one of :data:`ENTRY_KINDS`) stored under ``key``, or None when there is none or it is
         not exactly what was written."""
         path = self.path(key, kind)
         try:
@@ -418,7 +418,7 @@ class Store:
     def _prune(self) -> None:
         """Keep the :data:`MAX_ENTRIES` most recently used entries of each kind; remove a crashed writer's
         temporary files."""
-        entries: dict[str, list] = {kind: [] for kind in KINDS}
+        entries: dict[str, list] = {kind: [] for kind in ENTRY_KINDS}
         now = time.time()
         try:
             names = os.listdir(self.root)

@@ -101,7 +101,7 @@ def _compile(path) -> Pack:
     problems: list[Problem] = []
     manifest, found = load_yaml(manifest_path, display(manifest_path))
     if manifest is None:
-        raise PackError(found, pack=display(pack_dir))
+        raise PackError(found, pack=display(pack_dir), read=(None, {}))
     packs = compose.layers(pack_dir, manifest, problems)
     raw_settings: dict = {}
     context = dict(DEFAULT_CONTEXT)
@@ -110,7 +110,9 @@ def _compile(path) -> Pack:
         raw_settings.update(given)
         context.update(templates)
     settings = PackSettings(**raw_settings)
-    files = [_read_files(layer.path, layer.manifest, problems) for layer in packs]
+    own: dict[str, LoadedFile | None] = {}  # the pack's own files as read, for a PackError to keep
+    files = [_read_files(layer.path, layer.manifest, problems, own if li == len(packs) - 1 else None)
+             for li, layer in enumerate(packs)]
     chosen = compose.plan(packs, files, problems)
     build = families.Build(problems)
     for li, layer_files in enumerate(files):
@@ -125,7 +127,8 @@ def _compile(path) -> Pack:
     shown = {src.display: layer.name for layer, layer_files in zip(packs, files) for _, src, _ in layer_files}
     shown.update((layer.manifest.display, layer.name) for layer in packs)
     if any(p.severity == "error" for p in problems):
-        raise PackError(name_packs(problems, shown) if len(packs) > 1 else problems, pack=display(pack_dir))
+        raise PackError(name_packs(problems, shown) if len(packs) > 1 else problems, pack=display(pack_dir),
+                        read=(manifest, own))
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
     hashes = [_digest(packs, files, layer) for layer in range(len(packs))]
     composition = Composition(
@@ -176,10 +179,11 @@ def _read_manifest(manifest: LoadedFile, problems: list[Problem]) -> tuple[dict,
     return given, context
 
 
-def _read_files(pack_dir: Path, manifest: LoadedFile, problems: list[Problem]
-                ) -> list[tuple[str, LoadedFile, families.Family]]:
+def _read_files(pack_dir: Path, manifest: LoadedFile, problems: list[Problem],
+                read: dict[str, LoadedFile | None] | None = None) -> list[tuple[str, LoadedFile, families.Family]]:
     """Every file the manifest lists, loaded and checked against its family's schema: ``(name in the manifest,
-    file, family)``; a file that cannot be read, or of no known kind, is left out with its problem."""
+    file, family)``; a file that cannot be read, or of no known kind, is left out with its problem. ``read``,
+    when given, gets each file loaded (None for one that could not be read) by its name in the manifest."""
     from ..reading.validate import find_schema_problems
 
     mdata = manifest.data if isinstance(manifest.data, dict) else {}
@@ -195,6 +199,8 @@ def _read_files(pack_dir: Path, manifest: LoadedFile, problems: list[Problem]
         if member is None:
             continue
         src, found = load_yaml(member, display(member))
+        if read is not None:
+            read[name] = src
         if src is None:
             problems += found
             continue

@@ -46,14 +46,14 @@ from typing import Any
 from ..errors import PackNotFound, Problem
 from ..reading.load import MANIFEST, LoadedFile, display, load_yaml, pointer_join
 from ..resources import rules_dir
-from .model import Change
+from .model import LeftOut
 from .sources import Version, VersionRange, VersionRangeError, available_packs, resolve_name
 
-__all__ = ["BUNDLED", "MAX_PACKS", "Declared", "Layer", "Plan", "Ref", "base_dir", "base_dirs", "directory_bases",
+__all__ = ["BUNDLED_PACK", "MAX_PACKS", "Declared", "Layer", "Plan", "Ref", "base_dir", "base_dirs", "directory_bases",
            "home_of", "judged_as", "layers", "plan", "read_refs"]
 
 #: the bundled pack's name, as ``extends:`` names it
-BUNDLED = "cleo-en"
+BUNDLED_PACK = "cleo-en"
 #: packs in one composition, the pack itself included
 MAX_PACKS = 16
 
@@ -142,7 +142,7 @@ def read_refs(manifest: LoadedFile, problems: list[Problem] | None = None) -> li
 
 
 def _installed_names() -> list[str]:
-    return sorted({p.name for p in available_packs() if not p.error} | {BUNDLED})
+    return sorted({p.name for p in available_packs() if not p.error} | {BUNDLED_PACK})
 
 
 def _suggest(spec: str, here: Path) -> str:
@@ -202,7 +202,7 @@ def locate(spec: str, here: Path) -> tuple[Path, str]:
         if not (path / MANIFEST).is_file():
             raise PackNotFound(f"no rule pack at {display(path)}: {MANIFEST} not found")
         return path, "directory"
-    if spec == BUNDLED:
+    if spec == BUNDLED_PACK:
         return rules_dir(), "bundled"
     return resolve_name(spec), "installed"
 
@@ -395,7 +395,7 @@ def plan(packs: Sequence[Layer], files: Sequence[Sequence[tuple]], problems: lis
         by = disabled_by.get(rid)
         if by is not None and by >= owner[rid]:
             last = max(d for d in ls if d <= by)
-            disabled[rid] = Change(rid, packs[by].name, packs[last].name)
+            disabled[rid] = LeftOut(rid, packs[by].name, packs[last].name)
         elif len(set(ls)) > 1:
-            replaced[rid] = Change(rid, packs[owner[rid]].name, packs[ls[0]].name)
+            replaced[rid] = LeftOut(rid, packs[owner[rid]].name, packs[ls[0]].name)
     return Plan(owner, disabled_by, slot, disabled, replaced)

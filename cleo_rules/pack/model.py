@@ -29,7 +29,7 @@ from ..kinds import DecisionKind, FileKind
 from ..matcher import Matcher
 from ..reading.load import LoadedFile
 
-__all__ = ["Base", "Change", "Composition", "DEFAULT_CONTEXT", "Pack", "PackSettings", "PatternRule", "ReferentRule",
+__all__ = ["Base", "LeftOut", "Composition", "DEFAULT_CONTEXT", "Pack", "PackSettings", "PatternRule", "ReferentRule",
            "VocabSet", "name_packs"]
 
 DEFAULT_CONTEXT = {
@@ -85,7 +85,7 @@ class Base:
 
 
 @dataclass(frozen=True)
-class Change:
+class LeftOut:
     """A rule of a base that the composition leaves out: ``by`` names the pack that disabled or replaced it, ``of``
     the pack whose rule it was."""
 
@@ -102,8 +102,8 @@ class Composition:
     an empty one."""
 
     bases: tuple[Base, ...] = ()
-    disabled: Mapping[str, Change] = field(default_factory=lambda: MappingProxyType({}))
-    replaced: Mapping[str, Change] = field(default_factory=lambda: MappingProxyType({}))
+    disabled: Mapping[str, LeftOut] = field(default_factory=lambda: MappingProxyType({}))
+    replaced: Mapping[str, LeftOut] = field(default_factory=lambda: MappingProxyType({}))
 
     def __bool__(self) -> bool:
         return bool(self.bases)

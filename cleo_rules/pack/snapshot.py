@@ -46,7 +46,7 @@ import regex
 from .. import families
 from ..kinds import FileKind, RuleKind
 from ..reading.load import MANIFEST as _MANIFEST, LoadedFile, display, resolve_member
-from .model import NOTHING, Base, Change, Composition, Pack, PackSettings
+from .model import NOTHING, Base, LeftOut, Composition, Pack, PackSettings
 
 __all__ = ["FORMAT", "Unstorable", "family_code", "from_data", "relocated", "rule_class", "to_data"]
 
@@ -261,7 +261,7 @@ def _read_composition(doc: dict, base_dirs) -> Composition:
                        _read_source(b["manifest"], Path(where) / MANIFEST),
                        MappingProxyType(_sources_in(Path(where), b["files"], b["sources"])))
                   for b, where in zip(doc["bases"], base_dirs, strict=True))
-    changes = {what: MappingProxyType({r: Change(r, by, of) for r, by, of in doc[what]})
+    changes = {what: MappingProxyType({r: LeftOut(r, by, of) for r, by, of in doc[what]})
                for what in ("disabled", "replaced")}
     return Composition(bases, **changes)
 

@@ -471,19 +471,25 @@ class FoundPack:
         return {"path": display(self.path), "found_by": self.source,
                 "config": display(self.config) if self.config is not None else None}
 
-    def record(self, pack=None) -> dict:
+    def record(self, pack=None, read: tuple | None = None) -> dict:
         """The pack used, for JSON: name, version and hash of the compiled ``pack``, then :meth:`to_dict`.
 
         Without ``pack`` (one that does not compile) the name and version come
-        from the manifest alone (``"?"`` when it lacks them) and the hash is null.
+        from the manifest alone (``"?"`` when it lacks them) and the hash is
+        null: the manifest as the compiler read it (``read``, a
+        :attr:`PackError.read <cleo_rules.errors.PackError.read>`), else read here.
         """
         if pack is not None:
             bases = [b.record() for b in pack.composition.bases]
             return {"name": pack.name, "version": str(pack.version), "hash": pack.content_hash, **self.to_dict(),
                     **({"bases": bases} if bases else {})}
-        info = pack_info(self.path)
-        return {"name": info.name if not info.error else "?", "version": info.version or "?", "hash": None,
-                **self.to_dict()}
+        if read is not None:
+            data = read[0].data if read[0] is not None and isinstance(read[0].data, dict) else None
+            name, version = ("?", "") if data is None else (str(data.get("pack", "?")), str(data.get("version", "")))
+        else:
+            info = pack_info(self.path)
+            name, version = (info.name if not info.error else "?"), info.version
+        return {"name": name, "version": version or "?", "hash": None, **self.to_dict()}
 
 
 def _nearest_pyproject(start: Path) -> Path | None:

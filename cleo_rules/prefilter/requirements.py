@@ -18,7 +18,7 @@ import functools
 
 import regex
 
-from ..memo import memoized
+from ..incremental import memoized
 
 from ..pattern_tree import UNBOUNDED, C, first_chars, is_repeat, parse
 

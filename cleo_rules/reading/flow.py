@@ -9,7 +9,7 @@ sequences of tens of thousands of double-quoted words::
     ]
 
 Scanning those character by character is most of a cold start. This module
-finds such sequences (:func:`find`: a ``key: [`` line whose sequence holds
+finds such sequences (:func:`find_runs`: a ``key: [`` line whose sequence holds
 only double-quoted strings without escapes, line breaks or tabs, separated by
 commas, spaces and newlines), reads their strings and positions with one
 regular expression, and blanks their insides (:func:`blank`) so the full
@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MIN_ITEMS", "Run", "blank", "find"]
+__all__ = ["MIN_ITEMS", "Run", "blank", "find_runs"]
 
 #: sequences shorter than this are left to the full loader (they cost it little)
 MIN_ITEMS = 16
@@ -62,7 +62,7 @@ class Run:
     used: bool = False
 
 
-def find(text: str, min_items: int = MIN_ITEMS) -> list[Run]:
+def find_runs(text: str, min_items: int = MIN_ITEMS) -> list[Run]:
     """The flow sequences of plain strings in ``text`` with at least ``min_items`` strings, in order.
 
     Only for text whose line breaks are all ``\\n`` (the caller checks: the

@@ -2,7 +2,7 @@
 
 Only plain YAML is accepted: the standard scalar types, lists and mappings.
 Tags that construct objects (``!!python/object``, ``!!binary``, custom ``!tags``),
-anchors and aliases, duplicate keys, nesting deeper than :data:`MAX_DEPTH`,
+anchors and aliases, duplicate keys, nesting deeper than :data:`MAX_YAML_DEPTH`,
 scalars that cannot be read as their tag says (``!!int abc``, an integer of
 thousands of digits, a sexagesimal ``1:30``) and numbers that are not finite
 (``.nan``, ``.inf``) are errors with a position. Files are bounded in number
@@ -27,13 +27,13 @@ from typing import Any
 import yaml
 
 from ..errors import Problem
-from ..memo import Memo
+from ..incremental import Memo
 from . import flow
 
 MANIFEST = "pack.yaml"
 MAX_FILES = 64
 MAX_FILE_BYTES = 1 << 20  # 1 MiB
-MAX_DEPTH = 64  # nested lists and mappings in one file
+MAX_YAML_DEPTH = 64  # nested lists and mappings in one file
 
 # YAML 1.1 line breaks that editors show as characters: read as placeholders, restored in strings.
 _UNICODE_BREAKS = "\x85\u2028\u2029"
@@ -109,9 +109,9 @@ class _Loader(yaml.SafeLoader):
         self.depth = 0
 
     def compose_node(self, parent, index):
-        if self.depth >= MAX_DEPTH:
+        if self.depth >= MAX_YAML_DEPTH:
             mark = self.peek_event().start_mark
-            raise _Reject(("E102", f"lists and mappings nested more than {MAX_DEPTH} levels deep",
+            raise _Reject(("E102", f"lists and mappings nested more than {MAX_YAML_DEPTH} levels deep",
                            mark.line + 1, mark.column + 1, "flatten the structure; rule files need a few levels"))
         self.depth += 1
         try:
@@ -214,7 +214,7 @@ def _splice(run, node, pointer, src_values, styles, restore) -> list:
     """The strings of a blanked flow sequence, with their positions, as the loader would have read them."""
     close = (node.end_mark.line + 1, node.end_mark.column)  # the "]": the mark is just past it
     depth = pointer.count("/") + 1  # of the strings: deeper than MAX_DEPTH is the loader's error to report
-    if run.used or depth >= MAX_DEPTH or close != run.close:
+    if run.used or depth >= MAX_YAML_DEPTH or close != run.close:
         raise _NotFlow
     run.used = True
     items = run.items if restore is None else [s.translate(restore) for s in run.items]
@@ -302,7 +302,7 @@ def _parse_text(text: str, path: Path, display: str, min_flow_items: int) -> tup
     if text.startswith("\ufeff"):
         text = text[1:]
     text, restore = _placeholders(text)
-    runs = flow.find(text, min_flow_items) if "\r" not in text else []
+    runs = flow.find_runs(text, min_flow_items) if "\r" not in text else []
     if runs:
         found = _parse(flow.blank(text, runs), path, display, restore, {(r.line, r.col): r for r in runs})
         if found is not None and found[0] is not None and all(r.used for r in runs):

@@ -30,10 +30,11 @@ from jsonschema.protocols import Validator
 
 from .. import timed
 from ..errors import Problem
+from ..jsonl import json_type
 from ..kinds import FileKind
 from ..resources import schemas_dir
 from . import backtracking, bounds
-from ..memo import Memo
+from ..incremental import Memo
 from .load import LoadedFile, pointer_join
 
 _TYPE_NAMES = {"string": "a string", "integer": "a whole number", "number": "a number", "array": "a list",
@@ -53,22 +54,6 @@ def validator_of(schema: Mapping) -> Validator:
     # JSON Schema counts 10.0 as an integer; a count in a rule file is written as a whole number
     whole = cls.TYPE_CHECKER.redefine("integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
     return validators.extend(cls, type_checker=whole)(schema)
-
-
-def _type_of(value) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
 
 
 def rule_id_at(data, pointer: str) -> str | None:
@@ -129,14 +114,14 @@ def _describe(error, source: LoadedFile) -> list[Problem]:
             help = f"write {int(inst)}, without the decimal point" if inst.is_integer() else "write a whole number"
         elif want == "array" and isinstance(inst, str):
             help = f"make it a list: [{json.dumps(inst)}]"
-        return [mk("E123", f"expected {want_s}, found {_type_of(inst)}", help)]
+        return [mk("E123", f"expected {want_s}, found {json_type(inst, as_yaml=True)}", help)]
     if v == "oneOf" and pointer.endswith("/pattern"):
         if isinstance(inst, list):  # a list with an item that is not a string: point at the item
             for j, item in enumerate(inst):
                 if not isinstance(item, str):
-                    return [mk("E123", f"expected a regex string, found {_type_of(item)}",
+                    return [mk("E123", f"expected a regex string, found {json_type(item, as_yaml=True)}",
                                "write each pattern of the list as a quoted string", pointer_join(pointer, j))]
-        return [mk("E123", f"expected a regex string or a list of them, found {_type_of(inst)}",
+        return [mk("E123", f"expected a regex string or a list of them, found {json_type(inst, as_yaml=True)}",
                    "write the pattern as a quoted string")]
     if v == "oneOf" and pointer.startswith("/extends/"):
         if isinstance(inst, dict):  # the mapping's own fault: a key misspelt, or no pack
@@ -144,7 +129,8 @@ def _describe(error, source: LoadedFile) -> list[Problem]:
             if own:
                 return _describe(sorted(own, key=relevance)[0], source)
         return [mk("E123", f"expected a pack (its name, or a directory) or a mapping {{pack, version}}, found "
-                           f"{_type_of(inst)}", "write cleo-en, ./base, or {pack: cleo-en, version: '^1.0'}")]
+                           f"{json_type(inst, as_yaml=True)}",
+                   "write cleo-en, ./base, or {pack: cleo-en, version: '^1.0'}")]
     if v == "const":
         return [mk("E124", f"{pointer.rsplit('/', 1)[-1] or 'value'} must be {error.validator_value!r}, found {inst!r}",
                    f"set it to {error.validator_value!r}")]  # a rule file's kind names its family already
@@ -205,7 +191,8 @@ def read_kind(source: LoadedFile, known: Sequence[str]) -> tuple[str | None, lis
     at the file's start when it has none), with the known kinds and the nearest one."""
     data = source.data
     if not isinstance(data, dict):
-        return None, [source.problem("E120", f"a rule file must be a mapping, found {_type_of(data)}", "",
+        found = json_type(data, as_yaml=True)
+        return None, [source.problem("E120", f"a rule file must be a mapping, found {found}", "",
                                      help="start the file with `kind: ...`", rank=5)]
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in known:

@@ -47,7 +47,7 @@ from .provenance import EmbeddingCheck, Recorded, embedder_provenance, meta_rows
 from .records import PreparedItem, invalid_argument, plan_writes, prepare, validate_record
 from .tables import Source, source_of_item
 
-__all__ = ["MemoryBase", "Status", "guarded", "names", "ranked"]
+__all__ = ["MemoryBase", "Status", "guarded", "source_names", "ranked"]
 
 Status = str  # "added", "updated" or "unchanged"
 
@@ -67,7 +67,7 @@ def guarded(method: _F) -> _F:
     return cast(_F, guarded)
 
 
-def names(sources: Iterable[Source]) -> tuple[str, ...]:
+def source_names(sources: Iterable[Source]) -> tuple[str, ...]:
     """The sources as the strings a response carries."""
     return tuple(s.value for s in sources)
 
@@ -375,7 +375,7 @@ class MemoryBase:
         timings["total"] = time.perf_counter() - start - loading
         if loading:
             timings["model_load"] = loading
-        return SearchResponse(query, k, names(chosen), tuple(results), timings)
+        return SearchResponse(query, k, source_names(chosen), tuple(results), timings)
 
     @guarded
     def search_vectors(self, vectors, k: int = 5, sources: str | Iterable[str] = tuple(Source),

@@ -132,15 +132,6 @@ def _sha256_fd(fd: int) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def sha256_file(path: Path) -> tuple[str, int]:
-    """SHA-256 hex digest and size of a file."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return _sha256_fd(fd)
-    finally:
-        os.close(fd)
-
-
 def _open_regular(path: Path, what: str) -> int:
     """A read-only descriptor of ``path`` if it is a regular file; :class:`IndexInvalid` otherwise.
 

@@ -105,10 +105,10 @@ def open_lines(path_or_lines) -> tuple[Iterator[Line], str, IO[bytes] | None]:
     return enumerate(path_or_lines, start=1), "<lines>", None
 
 
-def parse_line(raw, number: int, source: str) -> tuple[dict | None, list[Problem]]:
+def parse_record(raw, number: int, source: str) -> tuple[dict | None, list[Problem]]:
     """``(valid record or None, problems)`` for one input line; a blank line gives ``(None, [])``.
 
-    The line is read by :func:`cleo_rules.jsonl.parse_line` (UTF-8, one JSON
+    The line is read by :func:`cleo_rules.jsonl.parse_record` (UTF-8, one JSON
     value, bounded nesting, no lone surrogates, a byte order mark dropped on
     line 1), then checked by :func:`~cleo_rules.retrieval.records.validate_record`.
     """
@@ -139,7 +139,7 @@ def _prepared(lines: Iterable[Line], prepare: Callable[[dict], PreparedItem], re
     """``(line number, item or None)`` for every line; malformed lines go to ``problems``."""
     for number, raw in lines:
         t = time.perf_counter()
-        record, found = parse_line(raw, number, report.source)
+        record, found = parse_record(raw, number, report.source)
         item = prepare(record) if record is not None else None
         timings["parse"] += time.perf_counter() - t
         report.lines = number

@@ -15,7 +15,7 @@ imports psycopg; without the ``[postgres]`` extra a URL raises
 
 from __future__ import annotations
 
-from ..memory_backends import find
+from ..memory_backends import backend_for
 from .memory import Memory
 
 __all__ = ["describe_location", "open_memory"]
@@ -34,9 +34,9 @@ def open_memory(location, embedder=None, **options) -> Memory:
     This is the one opener: every command that takes ``--db`` opens its
     store here, and so does :meth:`Recall.open <cleo_rules.turn.Recall.open>`.
     """
-    return find(location).load().open(location, embedder, **options)
+    return backend_for(location).load().open(location, embedder, **options)
 
 
 def describe_location(location) -> str:
     """The location as it may be shown: a URL without its password."""
-    return find(location).load().describe(location)
+    return backend_for(location).load().describe(location)

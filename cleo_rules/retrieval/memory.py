@@ -53,26 +53,11 @@ class Item:
 
 
 @dataclass(frozen=True)
-class Result:
-    """One search hit: an :class:`Item`'s fields and ``score``.
+class Result(Item):
+    """One search hit: an :class:`Item` (its fields, in the same order) and ``score``, the cosine similarity to
+    the query (higher is better)."""
 
-    ``source`` is ``"conversation"`` or ``"document"``; ``id`` the
-    conversation's or document's id as ingested; ``item`` the snippet's or
-    passage's own id (``"<id>#s<n>"`` or ``"<id>#p<n>"``); ``title`` and
-    ``date`` those of the conversation or document; ``score`` the cosine
-    similarity to the query (higher is better).
-    """
-
-    source: str
-    id: str
-    item: str
-    title: str
-    date: str
-    text: str
     score: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ Every tenant's schema records its tenant in its ``meta`` table (the row
 tenant ``T`` reads that row before anything else and refuses the schema
 (:class:`~cleo_rules.errors.StoreError` E308, nothing read or written) when
 it names another tenant, or when no tenant is recorded and the schema's
-name cannot say whose it is (:func:`judge`).
+name cannot say whose it is (:func:`owner_status`).
 
 Schemas made before owners were recorded are judged by their names
-(:mod:`~cleo_rules.retrieval.pg_names`): ``cleo_acme`` can only be tenant
+(:mod:`~cleo_rules.retrieval.pg_schema_names`): ``cleo_acme`` can only be tenant
 ``acme``'s, and is adopted (its owner recorded) when ``acme``'s store is next
 opened for writing. A schema of the shape the earlier code gave a long
 tenant name (``cleo_`` + 45 characters + ``_`` + 12 hex digits) is also the
@@ -28,10 +28,10 @@ import psycopg
 
 from ..errors import StoreError, UsageError
 from ..tenant_names import not_a_tenant, valid_tenant
-from .pg_names import ambiguous, legacy_schema_name, schema_name, tenant_of
+from .pg_schema_names import ambiguous, legacy_schema_name, schema_name, tenant_of
 from .pg_schema import quote
 
-__all__ = ["OWNER_KEY", "SchemaEntry", "adopt", "judge", "legacy_claim", "list_schemas", "refusal"]
+__all__ = ["OWNER_KEY", "SchemaEntry", "adopt", "owner_status", "legacy_claim", "list_schemas", "refusal"]
 
 OWNER_KEY = "tenant"
 """The ``meta`` row that names the schema's tenant."""
@@ -52,7 +52,7 @@ def lock_key(schema: str) -> str:
     return f"cleo-rules:{schema}"
 
 
-def judge(schema: str, recorded) -> tuple[str, str]:
+def owner_status(schema: str, recorded) -> tuple[str, str]:
     """``(status, what it means)`` of ``schema`` recording ``recorded`` as its tenant (None: no record).
 
     * ``ok``: it records its tenant, and its name is that tenant's schema;
@@ -83,7 +83,7 @@ def judge(schema: str, recorded) -> tuple[str, str]:
 
 def refusal(where, schema: str, tenant: str, recorded) -> StoreError | None:
     """The error refusing ``tenant`` its schema ``schema``, which records ``recorded``; None when it may use it."""
-    status, detail = judge(schema, recorded)
+    status, detail = owner_status(schema, recorded)
     if status in FINE and (recorded is None or recorded == tenant):
         return None
     return StoreError(f"memory store {where}: schema {schema} {detail}; nothing was read or written. An operator "
@@ -169,7 +169,7 @@ def list_schemas(database) -> list[SchemaEntry]:
             except psycopg.Error as exc:
                 entries.append(SchemaEntry(name, None, "unreadable", (str(exc).strip().splitlines() or ["?"])[0]))
                 continue
-            status, detail = judge(name, recorded)
+            status, detail = owner_status(name, recorded)
             entries.append(SchemaEntry(name, recorded, status, detail, *counts))
     return entries
 

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from .base import ORDER, names, ranked
+from .base import ORDER, source_names, ranked
 from .memory import Result, SearchResponse
 from .pg_schema import METADATA_BY_ITEM, search_sql
 from .pg_tenant import TenantSchema
@@ -50,7 +50,7 @@ class PgSearch(TenantSchema):
         """Answer queries (texts, encoded here, or vectors) with two statements in one transaction."""
         floor = self._floor(floor)
         n = len(queries) if queries is not None else len(vectors) if vectors is not None else 0
-        shown = names(sources)
+        shown = source_names(sources)
         timings = {"embed": 0.0, "search": 0.0, "metadata": 0.0}
         width = min(MAX_EF_SEARCH, max(self.ef_search, k))
         exact = k > MAX_EF_SEARCH  # an HNSW scan cannot return more than ef_search rows: scan the table instead

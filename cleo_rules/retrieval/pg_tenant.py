@@ -26,7 +26,7 @@ from .base import MemoryBase
 from .options import StoreOptions
 from .pg_database import Database, pg_error
 from .pg_owners import OWNER_KEY, legacy_claim, lock_key, refusal
-from .pg_schema import Location, check_version, display_url, latest, quote, steps
+from .pg_schema import PgLocation, check_version, display_url, latest, quote, steps
 from .provenance import META_KEYS, EmbeddingCheck, Recorded
 from .tables import Source, now
 
@@ -38,7 +38,7 @@ class TenantSchema(MemoryBase):
 
     backend_errors = (psycopg.Error,)
 
-    def __init__(self, database: Database, location: Location, embedder, options: StoreOptions, *, read_only: bool,
+    def __init__(self, database: Database, location: PgLocation, embedder, options: StoreOptions, *, read_only: bool,
                  owns_database: bool):
         self.database = database
         self.location = location

@@ -23,7 +23,7 @@ its tenants). A :class:`PgStore` is made of parts, one job each:
 * :mod:`~cleo_rules.retrieval.pg_search` gets by ids and searches, two
   statements per search whatever ``k``;
 * this module opens and closes stores and reports their stats; the
-  traces are kept by :class:`~cleo_rules.retrieval.traces.PgTraces`.
+  traces are kept by :class:`~cleo_rules.retrieval.trace_sinks.PgTraces`.
 
 What the embedded store guarantees holds here too: re-ingesting an item
 with the same content hash changes nothing; a malformed line is reported
@@ -48,12 +48,12 @@ from ..tenant_names import valid_tenant
 from .base import guarded
 from .options import StoreKeywords, StoreOptions
 from .pg_database import Database
-from .pg_schema import COUNTS_SQL, Location, display_url, index_name, parse_location, schema_name
+from .pg_schema import COUNTS_SQL, PgLocation, display_url, index_name, parse_location, schema_name
 from .pg_search import PgSearch
 from .pg_writes import PgWrites
 from .provenance import Recorded
 from .tables import TABLES, Source
-from .traces import PgTraces
+from .trace_sinks import PgTraces
 
 __all__ = ["BACKEND", "Database", "PgStore", "PgTenants", "PgTraces"]
 
@@ -69,7 +69,7 @@ class PgStore(PgWrites, PgSearch):
     call takes its own pooled connection.
     """
 
-    def __init__(self, database: Database, location: Location, embedder, options: StoreOptions, *, read_only: bool,
+    def __init__(self, database: Database, location: PgLocation, embedder, options: StoreOptions, *, read_only: bool,
                  owns_database: bool):
         super().__init__(database, location, embedder, options, read_only=read_only, owns_database=owns_database)
         self._traces = PgTraces(self)

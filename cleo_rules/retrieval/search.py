@@ -15,13 +15,13 @@ import time
 
 import numpy as np
 
-from .base import ORDER, names, ranked
+from .base import ORDER, source_names, ranked
 from .index_set import IndexSet
 from .memory import Result, SearchResponse
 from .sqlite_schema import METADATA_BY_LABEL
 from .tables import Source
 
-__all__ = ["ORDER", "join", "names", "nearest"]
+__all__ = ["ORDER", "join", "source_names", "nearest"]
 
 Hits = dict[str, tuple[np.ndarray, np.ndarray]]  # source -> (labels, scores), one row per query
 
@@ -54,7 +54,7 @@ def join(conn, hits: Hits, n: int, k: int, floor: float, sources: tuple[Source, 
         ):
             rows[(name, label)] = (item, pid, title, date, text)
     fetched = time.perf_counter()
-    shown = names(sources)
+    shown = source_names(sources)
     responses = []
     for q in range(n):
         found = []

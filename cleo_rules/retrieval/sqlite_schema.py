@@ -27,63 +27,16 @@ from pathlib import Path
 import sqlite_utils
 
 from ..errors import StoreError
-from .tables import TABLES, Source, SourceTable, now
+from .tables import SQLITE, TABLES, Source, SourceTable, create_statements, now
 
 SCHEMA_VERSION = 1
 DB_FILE = "memory.db"
 LOCK_FILE = "index.lock"
 
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    date TEXT NOT NULL,            -- when the conversation started (ISO 8601)
-    content_hash TEXT NOT NULL,
-    ingested_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    conversation_id TEXT NOT NULL REFERENCES conversations(id),
-    position INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    text TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, position)
-);
-CREATE TABLE IF NOT EXISTS snippets (
-    label INTEGER PRIMARY KEY AUTOINCREMENT,   -- the hnswlib label
-    item TEXT NOT NULL UNIQUE,
-    conversation_id TEXT NOT NULL REFERENCES conversations(id),
-    position INTEGER NOT NULL,
-    first_message INTEGER NOT NULL,
-    last_message INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    embedding BLOB NOT NULL                    -- float32, dim * 4 bytes
-);
-CREATE INDEX IF NOT EXISTS snippets_conversation ON snippets(conversation_id);
-CREATE TABLE IF NOT EXISTS documents (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    date TEXT NOT NULL,
-    text TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    ingested_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS passages (
-    label INTEGER PRIMARY KEY AUTOINCREMENT,   -- the hnswlib label
-    item TEXT NOT NULL UNIQUE,
-    document_id TEXT NOT NULL REFERENCES documents(id),
-    position INTEGER NOT NULL,
-    start_char INTEGER NOT NULL,
-    end_char INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    embedding BLOB NOT NULL                    -- float32, dim * 4 bytes
-);
-CREATE INDEX IF NOT EXISTS passages_document ON passages(document_id);
-"""
+SCHEMA = "".join(f"{statement};\n" for statement in [
+    "CREATE TABLE IF NOT EXISTS meta (\n    key text PRIMARY KEY,\n    value text NOT NULL\n)",
+    *create_statements(SQLITE)])
 
 
 @functools.cache

@@ -60,7 +60,7 @@ from .sqlite_schema import (
     open_database, sqlite_errors, store_error, upsert_parent_sql, write_transaction,
 )
 from .tables import TABLES, Source, now
-from .traces import SqliteTraces
+from .trace_sinks import SqliteTraces
 
 __all__ = ["BACKEND", "DirectoryTenants", "MemoryStore", "Result", "SearchResponse", "Item", "IngestReport",
            "StoreWarning", "validate_record"]

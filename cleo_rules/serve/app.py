@@ -36,7 +36,7 @@ from . import openapi, playground
 from .endpoints import ROUTES
 from .hosts import HostGuard
 from .problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
-from .problems import ServiceError, encode
+from .problems import ServiceError, encode_json
 from .service import Service
 from .settings import ServeSettings
 
@@ -54,7 +54,7 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 def _problem_response(scope, error: ServiceError) -> Response:
     body = error.body(instance=scope.get("path"), request_id=scope.get("cleo.request_id"))
-    return Response(encode(body), status_code=error.status, media_type=PROBLEM_MEDIA_TYPE, headers=error.headers)
+    return Response(encode_json(body), status_code=error.status, media_type=PROBLEM_MEDIA_TYPE, headers=error.headers)
 
 
 async def _on_service_error(request: Request, exc: ServiceError) -> Response:

@@ -24,9 +24,8 @@ anything else is done with it.
 from __future__ import annotations
 
 import json
-import re
 
-from ..history import ASSISTANT, USER, read_history
+from ..history import ASSISTANT, USER, HistoryError, read_history
 from ..jsonl import json_type, lone_surrogate
 from ..kinds import DecisionKind
 from .problems import ServiceError
@@ -208,17 +207,14 @@ def read_batch(body, settings) -> list:
     return items
 
 
-_HISTORY_ITEM = re.compile(r"history\[\d+\]")
-
-
 def history_error(exc: Exception, field: str = "") -> BadRequest:
     """The history reader's ``TypeError``/``ValueError`` about a history, as a 400 naming the field.
 
-    The field is the item the library's message names (``history[2]``), else
-    the whole ``history``; the detail is the library's own message.
+    The field is the item a :class:`~cleo_rules.history.HistoryError` is
+    about (``history[2]``), else the whole ``history``; the detail is the
+    library's own message.
     """
-    named = _HISTORY_ITEM.search(str(exc))
-    where = named.group(0) if named else "history"
+    where = f"history[{exc.index}]" if isinstance(exc, HistoryError) else "history"
     return BadRequest("invalid-history", str(exc), field=f"{field}.{where}" if field else where)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from .problems import MEDIA_TYPE, ServiceError, encode
+from .problems import MEDIA_TYPE, ServiceError, encode_json
 
 __all__ = ["HostGuard", "LOOPBACK_NAMES", "allowed_host", "host_name", "parse_allowed_hosts", "same_origin"]
 
@@ -39,7 +39,7 @@ __all__ = ["HostGuard", "LOOPBACK_NAMES", "allowed_host", "host_name", "parse_al
 LOOPBACK_NAMES = ("localhost",)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
-MAX_SHOWN = 100  # characters of a refused Host or Origin quoted back in the problem
+MAX_HOST_SHOWN = 100  # characters of a refused Host or Origin quoted back in the problem
 
 # a Host header or the authority of an Origin: a name or IPv4 address, or an IPv6 address in brackets; a port
 _HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9._~-]+))(?::(?P<port>[0-9]{1,5}))?", re.ASCII)
@@ -109,7 +109,7 @@ def parse_allowed_hosts(values) -> tuple[str, ...]:
                 address = ipaddress.ip_address(name.strip("[]"))
             except ValueError:
                 if _ALLOWED.fullmatch(name) is None:
-                    raise ValueError(f"allowed host {entry[:MAX_SHOWN]!r} is not a host name: give a name "
+                    raise ValueError(f"allowed host {entry[:MAX_HOST_SHOWN]!r} is not a host name: give a name "
                                      f"(cleo.example.com), a domain with its subdomains (.example.com) or an IP "
                                      f"address, without scheme, port or wildcard") from None
                 out.append(name)
@@ -155,17 +155,17 @@ class HostGuard:
                 origin = value.decode("latin-1")
         error = None
         if self.check_host and host is not None and not allowed_host(host, self.allowed):
-            error = ServiceError("host-not-allowed", f"this service does not answer to the host {host[:MAX_SHOWN]!r}: "
+            error = ServiceError("host-not-allowed", f"this service does not answer to the host {host[:MAX_HOST_SHOWN]!r}: "
                                                      f"it answers to {', '.join(self._names())}")
         elif origin is not None and scope.get("method", "GET") not in SAFE_METHODS and \
                 not same_origin(origin, scope.get("scheme", "http"), host):
-            error = ServiceError("origin-not-allowed", f"a {scope.get('method')} from origin {origin[:MAX_SHOWN]!r} "
+            error = ServiceError("origin-not-allowed", f"a {scope.get('method')} from origin {origin[:MAX_HOST_SHOWN]!r} "
                                                        f"is refused: only pages of this service's own origin may "
                                                        f"change anything")
         if error is None:
             await self.app(scope, receive, send)
             return
-        body = encode(error.body(instance=scope.get("path"), request_id=scope.get("cleo.request_id")))
+        body = encode_json(error.body(instance=scope.get("path"), request_id=scope.get("cleo.request_id")))
         await send({"type": "http.response.start", "status": error.status,
                     "headers": [(b"content-type", MEDIA_TYPE.encode("ascii")),
                                 (b"content-length", str(len(body)).encode("ascii"))]})

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["PROBLEM_TYPES", "ServiceError", "problem_body", "type_uri"]
+__all__ = ["PROBLEM_TYPES", "RETRY_AFTER", "ServiceError", "problem_body", "type_uri"]
 
 MEDIA_TYPE = "application/problem+json"
+#: the seconds a 503 asks the client to wait before it tries again (its Retry-After header)
+RETRY_AFTER = "1"
 
 #: name -> (status, title, description): every kind of problem the service answers
 PROBLEM_TYPES: dict[str, tuple[int, str, str]] = {
@@ -146,7 +148,7 @@ def problem_body(name: str, detail: str, *, status: int | None = None, instance:
     return body
 
 
-def encode(body) -> bytes:
+def encode_json(body) -> bytes:
     """A problem (or any JSON value) as compact UTF-8 JSON. A lone surrogate, which UTF-8 cannot hold, is
     written as its ``\\udXXX`` escape rather than failing (requests holding one are refused, so none
     should be left to answer)."""

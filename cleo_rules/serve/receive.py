@@ -25,12 +25,10 @@ import asyncio
 
 from starlette.requests import Request
 
-from .problems import ServiceError
+from .problems import RETRY_AFTER, ServiceError
 from .responses import JSON_TYPES
 
 __all__ = ["BodyBudget", "receive_body"]
-
-RETRY_AFTER = "1"
 
 
 class BodyBudget:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from .problems import encode
+from .problems import encode_json
 
 __all__ = ["JSON_TYPES", "json_response"]
 
@@ -13,4 +13,4 @@ JSON_TYPES = ("application/json",)
 
 
 def json_response(data, status: int = 200, headers: dict | None = None) -> Response:
-    return Response(encode(data), status_code=status, media_type="application/json", headers=headers)
+    return Response(encode_json(data), status_code=status, media_type="application/json", headers=headers)

@@ -32,7 +32,7 @@ from typing import Any, cast
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .problems import encode, problem_body
+from .problems import encode_json, problem_body
 
 log = logging.getLogger("cleo_rules.serve")
 
@@ -41,7 +41,7 @@ __all__ = ["DeadlineProtocol", "serve"]
 
 def _late_answer(seconds: float) -> bytes:
     """A whole HTTP/1.1 408 response, problem+json, for headers that came too late (no request to frame)."""
-    body = encode(problem_body("request-timeout", f"the request's headers did not arrive within {seconds:g} s; "
+    body = encode_json(problem_body("request-timeout", f"the request's headers did not arrive within {seconds:g} s; "
                                                   f"the connection is closed", status=408))
     head = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/problem+json\r\n"
             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body))

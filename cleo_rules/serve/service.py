@@ -40,7 +40,7 @@ from starlette.requests import Request
 from ..errors import CleoError, PackError, StoreError
 from .keys import KeyFile, KeyRing
 from .metrics import Metrics
-from .problems import ServiceError
+from .problems import RETRY_AFTER, ServiceError
 from .receive import BodyBudget, receive_body
 from ..tenant_names import not_a_tenant, valid_tenant
 from .settings import ServeSettings
@@ -53,7 +53,6 @@ log = logging.getLogger("cleo_rules.serve")
 
 __all__ = ["RETRY_AFTER", "Service"]
 
-RETRY_AFTER = "1"
 #: store errors that pass: the database is busy (E302: another process holds an SQLite store; E307: every
 #: pooled connection is in use) or its PostgreSQL server cannot be reached (E306)
 TRANSIENT_STORE_ERRORS = {
@@ -95,6 +94,16 @@ def _not_its_own(exc: StoreError, tenant: str) -> ServiceError:
                                                   f"read or written. An operator must resolve it with `cleo-rules "
                                                   f"memory tenants --db URL` (--adopt SCHEMA --tenant NAME)",
                         code=exc.code)
+
+
+def _store_problem(exc: StoreError, tenant: str) -> ServiceError | None:
+    """The problem a store error of ``tenant``'s is to the client (503 while it passes, 409 for a schema not
+    known to be its own), or None for any other (a 500)."""
+    if exc.code in TRANSIENT_STORE_ERRORS:
+        return _unavailable(exc, tenant)
+    if exc.code == "E308":
+        return _not_its_own(exc, tenant)
+    return None
 
 
 class Service:
@@ -351,11 +360,10 @@ class Service:
         try:
             return await self.off_loop(lambda: tenants.exists(tenant))
         except StoreError as exc:
-            if exc.code in TRANSIENT_STORE_ERRORS:
-                raise _unavailable(exc, tenant) from exc
-            if exc.code == "E308":
-                raise _not_its_own(exc, tenant) from exc
-            raise
+            problem = _store_problem(exc, tenant)
+            if problem is None:
+                raise
+            raise problem from exc
 
     async def on_tenant(self, request: Request, tenant: str, work, *, timeout: float):
         """Run ``work(store)`` on the tenant's thread: overload, timeouts and a store that cannot be used just
@@ -372,8 +380,7 @@ class Service:
             raise ServiceError("timeout", f"the request took longer than {timeout:g} s",
                                headers={"Retry-After": RETRY_AFTER}) from None
         except StoreError as exc:
-            if exc.code in TRANSIENT_STORE_ERRORS:
-                raise _unavailable(exc, tenant) from exc
-            if exc.code == "E308":
-                raise _not_its_own(exc, tenant) from exc
-            raise
+            problem = _store_problem(exc, tenant)
+            if problem is None:
+                raise
+            raise problem from exc

@@ -16,7 +16,7 @@ import ipaddress
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ..memory_backends import find
+from ..memory_backends import backend_for
 from ..reading.load import MAX_FILE_BYTES
 from ..tenant_names import TENANT_PATTERN, valid_tenant
 from .hosts import parse_allowed_hosts
@@ -121,7 +121,7 @@ class ServeSettings:
 
     def __post_init__(self):
         object.__setattr__(self, "allowed_hosts", parse_allowed_hosts(self.allowed_hosts))
-        if self.memory is not None and not isinstance(self.memory, Path) and find(self.memory).scheme is None:
+        if self.memory is not None and not isinstance(self.memory, Path) and backend_for(self.memory).scheme is None:
             object.__setattr__(self, "memory", Path(self.memory))
         if self.keys is not None and not isinstance(self.keys, Path):
             object.__setattr__(self, "keys", Path(self.keys))

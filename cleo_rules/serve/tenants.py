@@ -180,9 +180,9 @@ class Tenants:
     """
 
     def __init__(self, root, embedder, *, open_stores: int = 32, queue: int = 16, store_options=None):
-        from ..memory_backends import find
+        from ..memory_backends import backend_for
 
-        self.backend = find(root)
+        self.backend = backend_for(root)
         self.location = root if self.backend.scheme is not None else Path(root)
         self.root = self.location if isinstance(self.location, Path) else None
         self._stores: TenantStores | None = None  # the backend's, made on first use

@@ -182,7 +182,7 @@ def test_text_output_names_an_installed_pack_and_other_formats_keep_its_path(ins
 
 
 def test_a_pack_outside_any_install_is_shown_by_its_path(tmp_path, capsys, monkeypatch):
-    from cleo_rules.cli.common import installed, shown
+    from cleo_rules.cli.common import is_installed_path, shown
 
     from cleo_rules.starter import init_pack
 
@@ -190,6 +190,6 @@ def test_a_pack_outside_any_install_is_shown_by_its_path(tmp_path, capsys, monke
     monkeypatch.chdir(tmp_path / "team")
     code, out, _ = run(capsys, "classify", "Tell me more about that one")
     assert code == 0 and out.splitlines()[-1].endswith(" at rules (./rules)")
-    assert not installed(tmp_path / "team" / "rules") and shown(tmp_path / "team" / "rules", "team") == "rules"
-    assert installed(tmp_path / "dist-packages" / "x") and shown(tmp_path / "site-packages" / "x", "x") == \
+    assert not is_installed_path(tmp_path / "team" / "rules") and shown(tmp_path / "team" / "rules", "team") == "rules"
+    assert is_installed_path(tmp_path / "dist-packages" / "x") and shown(tmp_path / "site-packages" / "x", "x") == \
         "<installed pack x>"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.corpus.files import (
-    CROSS_FILE, GENERATED_DIR, case_line, corpus_dir_of, default_corpus_dir, group_file, read_dir, render,
+    CROSS_FILE, GENERATED_DIR, case_line, corpus_dir_of, default_corpus_dir, group_file, read_dir, render_corpus_file,
 )
 from cleo_rules.corpus.model import CROSS, Case, CaseTurn
 from cleo_rules.kinds import DecisionKind
@@ -46,7 +46,7 @@ def test_a_generated_file_reads_back_case_for_case_at_its_lines(tmp_path, writte
     gdir = tmp_path / "corpus" / GENERATED_DIR
     gdir.mkdir(parents=True, exist_ok=True)
     path = gdir / "follow_up.x.yaml"
-    text = render(path, {"pack": "p", "rule": "follow_up.x", "hash": "0"}, written, what="rule follow_up.x")
+    text = render_corpus_file(path, {"pack": "p", "rule": "follow_up.x", "hash": "0"}, written, what="rule follow_up.x")
     path.write_text(text, encoding="utf-8")
     assert yaml.safe_load(text)["kind"] == "corpus"  # the fast layout is YAML too
     hand, generated, problems = read_dir(tmp_path / "corpus")

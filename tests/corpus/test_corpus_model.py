@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cleo_rules.corpus.model import (
-    CorpusError, Case, CaseTurn, history_item, plain, problem, role_tagged, user_turns,
+    CorpusError, Case, CaseTurn, history_item, plain_item, problem, role_tagged, user_turns,
 )
 from cleo_rules.errors import CleoError
 
@@ -28,7 +28,7 @@ def test_a_turn_is_a_mapping_and_a_hashable_value():
 @given(st.lists(items, max_size=6))
 def test_history_items_read_and_written_back(history):
     read = [history_item(h) for h in history]
-    assert [plain(h) for h in read] == history
+    assert [plain_item(h) for h in read] == history
     assert [history_item(h) for h in read] == read  # reading a read item changes nothing
     assert role_tagged(read) == any(isinstance(h, dict) for h in history)
     assert user_turns(read) == [h if isinstance(h, str) else h["content"] for h in history

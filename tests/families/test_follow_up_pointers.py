@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cleo_rules import load_pack
-from cleo_rules.names import names
+from cleo_rules.proper_names import names
 
 PACK = load_pack()
 REPLY = [{"role": "assistant", "content": "The shop buys its paper cups from Packwell at 6 pence each."}]

@@ -15,7 +15,7 @@ import numpy as np
 
 from cleo_rules.errors import StoreError
 from cleo_rules.retrieval import MemoryBase, Result, StoreOptions
-from cleo_rules.retrieval.base import names, ranked
+from cleo_rules.retrieval.base import source_names, ranked
 from cleo_rules.retrieval.ingest import ingest_lines, open_lines
 from cleo_rules.retrieval.provenance import EmbeddingCheck, Recorded
 from cleo_rules.retrieval.tables import TABLES, Source
@@ -115,7 +115,7 @@ class ListMemory(MemoryBase):
                 title, date, _ = self.parents[(source, pid)]
                 if source in sources and score >= self._floor(floor):
                     found.append((-score, ORDER[source], label, Result(source, pid, item, title, date, text, score)))
-            responses.append(SearchResponse(None, k, names(sources), tuple(ranked(found, k)), {"total": 0.0}))
+            responses.append(SearchResponse(None, k, source_names(sources), tuple(ranked(found, k)), {"total": 0.0}))
         return responses
 
     def _fetch_items(self, wanted):

@@ -39,8 +39,8 @@ from hypothesis import strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules import matcher as matcher_module
-from cleo_rules import names as names_module
-from cleo_rules import referents as referents_module
+from cleo_rules import proper_names as names_module
+from cleo_rules import referent_finder as referents_module
 from cleo_rules.resources import data_dir
 
 from helpers.service import Service

@@ -122,7 +122,7 @@ def test_item2_the_named_pair_never_read_or_delete_each_others_memory(fresh_db):
 
 
 def test_item2_the_long_name_gets_a_form_no_tenant_name_can_take():
-    from cleo_rules.retrieval.pg_names import MARK, TENANT_PATTERN, legacy_schema_name, tenant_of
+    from cleo_rules.retrieval.pg_schema_names import MARK, TENANT_PATTERN, legacy_schema_name, tenant_of
 
     long_schema = schema_name(LONG)
     assert len(long_schema.encode()) <= 63 and MARK in long_schema and MARK not in TENANT_PATTERN.pattern
@@ -151,7 +151,7 @@ def _crafted(long_name: str) -> str:
 @given(st.lists(_names | _long_names, min_size=1, max_size=12, unique=True), _long_names)
 def test_item2_the_tenant_to_schema_mapping_is_injective(names, long_name):
     """Over generated names, long ones, and names crafted like the shortened form: no two share a schema."""
-    from cleo_rules.retrieval.pg_names import tenant_of
+    from cleo_rules.retrieval.pg_schema_names import tenant_of
     from cleo_rules.retrieval.pg_owners import refusal
 
     crafted = _crafted(long_name)
@@ -192,7 +192,7 @@ def test_item2_an_old_schema_whose_name_is_one_tenants_is_adopted(fresh_db):
 
 def _old_code_store_of(base: str, long_name: str) -> str:
     """What the earlier code left for ``long_name``: its items in the cut schema, no owner recorded."""
-    from cleo_rules.retrieval.pg_names import legacy_schema_name, tenant_of
+    from cleo_rules.retrieval.pg_schema_names import legacy_schema_name, tenant_of
 
     old = legacy_schema_name(long_name)
     with open_store(base, tenant_of(old)) as store:  # the same schema the earlier code made for the long name

@@ -7,7 +7,7 @@ import unicodedata
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from cleo_rules.shaping import render
+from cleo_rules.shaping import fill_template
 
 from cleo_rules import load_pack
 
@@ -36,7 +36,7 @@ def test_never_raises_and_is_deterministic(message, history):
     if first.kind == "skip":
         assert first.query is None
     elif first.kind == "follow_up" and first.anchor is not None:
-        assert first.query == render(PACK.settings.combine, anchor=first.anchor, message=message)
+        assert first.query == fill_template(PACK.settings.combine, anchor=first.anchor, message=message)
         assert first.anchor in history
     else:
         assert first.query == message and first.anchor is None

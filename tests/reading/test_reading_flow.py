@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cleo_rules.memo import clear_memos
+from cleo_rules.incremental import clear_memos
 from cleo_rules.reading import flow, load
-from cleo_rules.reading.load import MAX_DEPTH, parse_yaml
+from cleo_rules.reading.load import MAX_YAML_DEPTH, parse_yaml
 from cleo_rules.resources import rules_dir
 
 NEVER = 10 ** 9  # min_flow_items that leaves every sequence to the loader
@@ -49,17 +49,17 @@ def places(reading) -> dict:
 
 
 def used_runs(monkeypatch, text: str, min_items: int = 1) -> list[bool]:
-    """Whether each sequence ``flow.find`` found in ``text`` was read by it (not re-read by the loader)."""
+    """Whether each sequence ``flow.find_runs`` found in ``text`` was read by it (not re-read by the loader)."""
     seen: list[list] = []
-    real = flow.find
+    real = flow.find_runs
 
     def spy(*args, **kwargs):
         runs = real(*args, **kwargs)
         seen.append(runs)
         return runs
 
-    monkeypatch.setattr(flow, "find", spy)
-    clear_memos()  # a text parsed earlier in the process would be answered from the memo, without flow.find
+    monkeypatch.setattr(flow, "find_runs", spy)
+    clear_memos()  # a text parsed earlier in the process would be answered from the memo, without flow.find_runs
     parse_yaml(text, Path("f.yaml"), "f.yaml", min_flow_items=min_items)
     return [r.used for r in seen[0]] if seen else []
 
@@ -116,7 +116,7 @@ def test_errors_after_a_sequence_are_placed_as_the_loaders():
 
 
 def test_a_sequence_nested_to_the_depth_limit_is_the_loaders_error():
-    for depth in (MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH):
+    for depth in (MAX_YAML_DEPTH - 2, MAX_YAML_DEPTH - 1, MAX_YAML_DEPTH):
         text = "".join("  " * i + f"k{i}:\n" for i in range(depth - 1)) + "  " * (depth - 1) + 'w: [\n "a", "b"]\n'
         fast, full = readings(text)
         assert fast == full
@@ -127,7 +127,7 @@ def test_a_long_search_that_fails_stays_linear():
     text = "w: [\n" + '  "a",\n' * 50000 + "  # not a plain list\n]\n"
     fast, full = readings(text, min_items=1)
     assert fast == full and len(data(full)["w"]) == 50000
-    assert flow.find(text, 1) == []
+    assert flow.find_runs(text, 1) == []
 
 
 ITEM = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6) | st.sampled_from(

@@ -18,7 +18,7 @@ import pytest
 from cleo_rules import memory_backends
 from cleo_rules.cli import main
 from cleo_rules.errors import StoreError
-from cleo_rules.memory_backends import MemoryBackend, find, register, unregister
+from cleo_rules.memory_backends import MemoryBackend, backend_for, register, unregister
 from cleo_rules.tenant_names import valid_tenant
 from cleo_rules.turn import Recall
 
@@ -114,16 +114,16 @@ def test_recall_open_and_the_location_description_go_through_the_registry(lists_
 
 
 def test_an_unregistered_scheme_is_a_directory_again(lists_backend):
-    assert find("LISTS://x").target is LISTS and find("lists://x").scheme == "lists"
+    assert backend_for("LISTS://x").target is LISTS and backend_for("lists://x").scheme == "lists"
     unregister("lists")
-    assert find("lists://x").scheme is None and find("lists://x") is find("memory/")
+    assert backend_for("lists://x").scheme is None and backend_for("lists://x") is backend_for("memory/")
     register("lists", LISTS)
     with pytest.raises(ValueError, match="not a URL scheme"):
         register("no scheme", LISTS)
     with pytest.raises(ValueError, match="cannot be unregistered"):
         unregister(None)  # type: ignore[arg-type]
-    assert find("postgresql://cleo@db/cleo").extra == find("POSTGRES://db").extra == "postgres"
-    assert memory_backends.find(__file__).scheme is None
+    assert backend_for("postgresql://cleo@db/cleo").extra == backend_for("POSTGRES://db").extra == "postgres"
+    assert memory_backends.backend_for(__file__).scheme is None
 
 
 def test_the_service_keeps_each_tenant_in_a_registered_backend(lists_backend, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 
 from cleo_rules.errors import IngestError
 from cleo_rules.retrieval import MemoryStore
-from cleo_rules.retrieval.ingest import IngestReport, ingest_lines, open_lines, parse_line
+from cleo_rules.retrieval.ingest import IngestReport, ingest_lines, open_lines, parse_record
 
 from helpers.records import conversation, document
 
@@ -191,10 +191,10 @@ def test_reading_lines_from_paths_bytes_and_iterables(tmp_path):
 
 
 def test_parse_line():
-    assert parse_line("  \n", 4, "f") == (None, [])
-    record, problems = parse_line(json.dumps(document("d")).encode(), 1, "f")
+    assert parse_record("  \n", 4, "f") == (None, [])
+    record, problems = parse_record(json.dumps(document("d")).encode(), 1, "f")
     assert record == document("d") and problems == []
-    _, (problem,) = parse_line('{"type": ', 3, "f.jsonl")  # the line is stripped first: column 9
+    _, (problem,) = parse_record('{"type": ', 3, "f.jsonl")  # the line is stripped first: column 9
     assert (problem.code, problem.line, problem.col) == ("E311", 3, 9)
     assert problem.format().startswith("f.jsonl:3:9: error[E311]")
 

@@ -44,3 +44,12 @@ def test_the_store_implements_the_protocol(tmp_path, toy_embedder):
     with MemoryStore.open(tmp_path / "m", embedder=toy_embedder) as store:
         assert isinstance(store, Memory)
     assert not isinstance(object(), Memory)
+
+
+def test_a_result_is_an_item_with_its_score():
+    """A search hit's fields are an item's, declared once: a field added to Item is a Result's too."""
+    assert issubclass(Result, Item)
+    hit = Result("document", "d1", "d1#p0", "Prices", "2024-01-05", "Call-out 50.", 0.5)
+    assert hit.to_dict() == {"source": "document", "id": "d1", "item": "d1#p0", "title": "Prices",
+                             "date": "2024-01-05", "text": "Call-out 50.", "score": 0.5}
+    assert hit != Item(*list(hit.to_dict().values())[:-1])

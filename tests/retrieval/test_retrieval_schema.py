@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,7 @@ from cleo_rules.retrieval.sqlite_schema import (
     open_database,
     upsert_parent_sql,
 )
+from cleo_rules.retrieval import pg_schema, tables
 from cleo_rules.retrieval.tables import TABLES, Source, source_of_item
 
 
@@ -72,6 +75,24 @@ def test_statements_built_from_the_descriptions_fit_the_tables(db):
     assert db.execute("SELECT first_message, last_message FROM snippets").fetchall() == [(0, 1)]
     assert db.execute("SELECT start_char, end_char FROM passages").fetchall() == [(0, 12)]
     assert db.execute("SELECT count(*) FROM messages WHERE conversation_id = 'c1'").fetchone() == (2,)
+
+
+def test_the_tables_are_created_from_their_description(db):
+    """Each table's columns, in either dialect, come from TABLES: a column added there is in both backends."""
+    for t in TABLES.values():
+        parent = [r[1] for r in db.execute(f"PRAGMA table_info({t.parent})").fetchall()]
+        assert parent == ["id", *t.parent_columns, "content_hash", "ingested_at"]
+        pieces = [r[1] for r in db.execute(f"PRAGMA table_info({t.pieces})").fetchall()]
+        assert pieces == ["label", "item", t.fk, "position", *t.bounds, "text", "embedding"]
+    statements = [s for s in pg_schema.MIGRATIONS[0].statements if "CREATE TABLE" in s]
+    for t in TABLES.values():
+        (pieces,) = [s for s in statements if s.startswith(f"CREATE TABLE {{s}}.{t.pieces} (")]
+        assert all(c in pieces for c in (t.fk, *t.bounds, "embedding vector")), pieces
+    # the definitions are written once, in tables.py: no module defines a table of pieces by hand
+    package = Path(tables.__file__).parents[1]
+    spelled = sorted(str(f.relative_to(package)) for f in package.rglob("*.py")
+                     if re.search(r"create table[^(]*(snippets|passages) \(", f.read_text(encoding="utf-8"), re.I))
+    assert spelled == []
 
 
 def test_one_metadata_statement_by_label_or_by_item(db):

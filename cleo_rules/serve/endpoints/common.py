@@ -10,7 +10,7 @@ pack's reason and located problems, which name its files) only an operator
 sees: a request to a service without keys, or with a key for every tenant.
 :meth:`Service.shows_paths <cleo_rules.serve.service.Service.shows_paths>`
 decides it for every endpoint that reports the pack: :func:`admit` (a 503's
-reason), :func:`pack_status` (``/readyz``, ``GET /v1/pack``, a reload),
+reason), :func:`serving_status` (``/readyz``, ``GET /v1/pack``, a reload),
 the regressions file ``/v1/pack`` and ``/v1/pack/regressions`` name, and
 the names of the pack's files (:func:`file_namer`: ``/v1/pack/rules`` and
 ``/v1/pack/source``).
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..service import Service
 
 __all__ = ["JSONL_TYPES", "PRIVATE", "add_timings", "admit", "decision_record", "file_namer", "flag", "on_store",
-           "pack_status", "service_of"]
+           "serving_status", "service_of"]
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/jsonlines")
 
@@ -56,7 +56,7 @@ def admit(request: Request, tenant: str | None = None, *, admin: bool = False) -
     return service
 
 
-def pack_status(request: Request, manager=None, **extra) -> dict:
+def serving_status(request: Request, manager=None, **extra) -> dict:
     """The status of the pack serving (``manager``, else the service's) with ``extra`` members, as ``request``
     may see it: whole to an operator (:meth:`~cleo_rules.serve.service.Service.shows_paths`), to any other
     without :data:`PRIVATE`."""

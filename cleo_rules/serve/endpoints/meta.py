@@ -4,7 +4,7 @@ None needs a key: ``/healthz`` answers as soon as the process is up,
 ``/readyz`` says what the service still waits for (503 until it is ready).
 Where the server keeps things (the pack's and corpus's paths, errors naming
 its files) ``/readyz`` shows only without keys or to a key for every tenant,
-as every endpoint that reports the pack does (:func:`.common.pack_status`).
+as every endpoint that reports the pack does (:func:`.common.serving_status`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from starlette.responses import Response
 from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..problems import PROBLEM_TYPES, ServiceError, type_uri
 from ..responses import json_response
-from .common import pack_status, service_of
+from .common import serving_status, service_of
 
 __all__ = ["healthz", "metrics", "openapi_json", "problem_type", "readyz"]
 
@@ -34,10 +34,10 @@ async def readyz(request: Request) -> Response:
         try:
             service.require_ready(detailed=shown)
         except ServiceError as exc:
-            exc.extra.update(pack=pack_status(request, service.manager) if service.manager else None, model=model)
+            exc.extra.update(pack=serving_status(request, service.manager) if service.manager else None, model=model)
             raise
     embedding = service.embedder.describe() if memory else None
-    return json_response({"ready": True, "pack": pack_status(request), "memory": memory,
+    return json_response({"ready": True, "pack": serving_status(request), "memory": memory,
                           "model": model, "embedding": embedding})
 
 

@@ -2,7 +2,7 @@
 
 ``GET /v1/pack``                the pack's status, the last refusal's located ``problems`` and where saved
                                 regressions go (:func:`pack_extras`); its paths, its corpus and the refusal
-                                only to an operator (:func:`.common.pack_status`)
+                                only to an operator (:func:`.common.serving_status`)
 ``POST /v1/pack/reload``        load the pack again; it serves only if it passes the acceptance gate
 ``GET /v1/pack/rules``          every rule of the pack, with its ``file`` and ``line``; each file named from its
                                 pack (``<pack team>/corrections.yaml``) to any key but an operator's
@@ -28,7 +28,7 @@ from ...errors import CleoError, PackError
 from ..body import parse_json, read_regression
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
-from .common import admit, file_namer, pack_status as status_for
+from .common import admit, file_namer, serving_status as status_for
 
 if TYPE_CHECKING:
     from ..service import Service

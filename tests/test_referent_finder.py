@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from cleo_rules import load_pack
 from cleo_rules.history import read_history
-from cleo_rules.names import names, number_word
+from cleo_rules.proper_names import names, number_word
 from cleo_rules.text import normalize
 
 PACK = load_pack()

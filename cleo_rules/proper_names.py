@@ -7,7 +7,7 @@ Two stages read it there:
 * the matcher's guards (``unless_name_before``, ``unless_name``): a pronoun
   after a name in the same message may point at that name ("How did Aretha
   Franklin get her first record deal?"), so it is not a reference back;
-* the referent finder (:mod:`cleo_rules.referents`): the things an
+* the referent finder (:mod:`cleo_rules.referent_finder`): the things an
   assistant's reply names are what a later "they" or "the second one" points at.
 
 A *name* is a run of capitalised words ("Northern Kilns", "Zappa and the

@@ -3,8 +3,9 @@
 A trace row is :mod:`cleo_rules.trace`'s (its columns are
 :data:`~cleo_rules.trace.COLUMNS`); this module stores it. Both backends
 keep it in a table ``traces`` beside the memory, and build their statements
-with the same functions, each in its own SQL dialect (:class:`Dialect`: how
-the table is named, how a parameter is written):
+with the same functions, each in its own SQL dialect
+(:class:`~cleo_rules.retrieval.tables.Dialect`: how a table is named, how a
+parameter is written):
 
 * :func:`insert_sql` writes one row, of known columns only;
 * :func:`read_sql` reads rows oldest first, from a time on (``since``) and
@@ -23,37 +24,22 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..trace import COLUMNS, TABLE
 from .sqlite_schema import sqlite_errors
+from .tables import POSTGRES, SQLITE, Dialect
 
 if TYPE_CHECKING:
     import sqlite_utils
 
     from .pg_tenant import TenantSchema
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "PgTraces", "SqliteTraces", "decode", "ensure_table", "insert_sql",
-           "read_sql"]
+__all__ = ["PgTraces", "SqliteTraces", "decode", "ensure_table", "insert_sql", "read_sql"]
 
 WRITABLE = tuple(c for c in COLUMNS if c != "id")
 """The columns a trace row may give (``id`` is the table's)."""
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """How one backend's SQL names the traces table and writes a parameter."""
-
-    table: str
-    param: str
-    returning: bool  # INSERT ... RETURNING id gives the new row's id (else the cursor's lastrowid does)
-
-
-SQLITE = Dialect(table=f"[{TABLE}]", param="?", returning=False)
-POSTGRES = Dialect(table=f"{{s}}.{TABLE}", param="%s", returning=True)
-"""``{s}`` is the tenant's quoted schema, filled in by the store (:meth:`TenantSchema._sql`)."""
 
 
 def insert_sql(dialect: Dialect, names: Sequence[str]) -> str:
@@ -66,7 +52,7 @@ def _insert_sql(dialect: Dialect, names: tuple[str, ...]) -> str:  # a tracer wr
     unknown = set(names) - set(WRITABLE)
     if unknown:
         raise ValueError(f"unknown trace column(s) {', '.join(sorted(unknown))}")
-    sql = (f"INSERT INTO {dialect.table} ({', '.join(names)}) "  # names: checked against the known columns above
+    sql = (f"INSERT INTO {dialect.prefix}{TABLE} ({', '.join(names)}) "  # names: checked against the known columns above
            f"VALUES ({', '.join([dialect.param] * len(names))})")
     return sql + " RETURNING id" if dialect.returning else sql
 
@@ -80,7 +66,7 @@ def read_sql(dialect: Dialect, *, since: str | None = None, searched_only: bool 
         params.append(since)
     if searched_only:
         where.append("query IS NOT NULL")
-    sql = f"SELECT * FROM {dialect.table}" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+    sql = f"SELECT * FROM {dialect.prefix}{TABLE}" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
     return sql, params
 
 

@@ -32,7 +32,7 @@ adjective typed with a capital, a unit or a user's interjection; a passage (over
 
 *Options* of a reply are its list items (lines starting "-", "*", "•", "1.",
 "a)") when it has at least two, else the things it names in order.
-*Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.names`),
+*Things named* (:class:`Mention`) are names as typed (:mod:`cleo_rules.proper_names`),
 quoted titles, and, in a reply that names nothing in capitals, its opening
 subject before one of the pack's ``clause_verbs`` ("vellino is an italian
 restaurant": "vellino"), which catches names typed in lower case; a name the
@@ -70,7 +70,7 @@ from threading import Lock
 from . import timed
 from .history import ASSISTANT, Said
 from .listing import clip, list_items, words_before
-from .names import before_time, names, number_word
+from .proper_names import before_time, names, number_word
 from .persons import ADJECTIVAL, PLACE, QUALITY, THING, UNITS, exclaimed, name_kind
 from .text import normalize
 from .values import bare_value, comparing, coordinated, figure, first_value, same_kinds
@@ -93,7 +93,7 @@ CACHE_CHARS = 2000  # a longer turn is read on each call rather than kept
 #: Options and salience compare mentions pairwise, so this bounds that work to a constant per turn.
 MAX_MENTIONS = 64
 #: How much of a turn is read when the finder is given no ``max_chars`` (the pack's default ``max_scan_chars``).
-DEFAULT_MAX_CHARS = 4000
+DEFAULT_TURN_CHARS = 4000
 
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{2,60})[\"\u201d]")
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
@@ -177,7 +177,7 @@ class ReferentFinder:
     def __init__(self, rules, *, common=frozenset(), dictionary=frozenset(), function_words=frozenset(),
                  proper=frozenset(), nouns=frozenset(), qualifiers=frozenset(), plain_nouns=frozenset(),
                  time_words=(), clause_verbs=(), given_names=frozenset(), people=frozenset(), max_words: int = 12,
-                 timeout: float = 0.05, max_chars: int = DEFAULT_MAX_CHARS):
+                 timeout: float = 0.05, max_chars: int = DEFAULT_TURN_CHARS):
         self.rules = tuple(rules)
         self.max_chars = max_chars
         self._common = frozenset(common)
@@ -213,7 +213,7 @@ class ReferentFinder:
         return self._time
 
     def names(self, text: str) -> tuple:
-        """The names in ``text`` as typed (:func:`cleo_rules.names.names` with the pack's lexicon), remembered for short texts."""
+        """The names in ``text`` as typed (:func:`cleo_rules.proper_names.names` with the pack's lexicon), remembered for short texts."""
         if len(text) > CACHE_CHARS:
             return tuple(names(text, self._common, self._function, self._dictionary, self._proper, self._nouns))
         with self._lock:

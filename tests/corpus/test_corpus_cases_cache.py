@@ -1,4 +1,4 @@
-"""The corpus a pack's templates generate is kept beside the pack in the cache (``corpus/cached.py``).
+"""The corpus a pack's templates generate is kept beside the pack in the cache (``corpus/cases_cache.py``).
 
 For the very same pack the generated cases are read back, equal to what the
 generator gives; whether ``corpus/generated/`` is stale is still judged
@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from cleo_rules.corpus import cached, corpus_dir_of
+from cleo_rules.corpus import cases_cache, corpus_dir_of
 from cleo_rules.corpus.generate import generate
 from cleo_rules.corpus.model import CorpusError
 from cleo_rules.corpus.run import run_corpus
@@ -34,13 +34,13 @@ def pack_dir(tmp_path, monkeypatch):
 def generations(monkeypatch):
     """Every pack whose corpus was generated from its templates (not read back)."""
     done: list = []
-    real = cached.generate
+    real = cases_cache.generate
 
     def spy(pack):
         done.append(pack.name)
         return real(pack)
 
-    monkeypatch.setattr(cached, "generate", spy)
+    monkeypatch.setattr(cases_cache, "generate", spy)
     return done
 
 
@@ -52,7 +52,7 @@ def test_the_generated_corpus_is_read_back_for_the_same_pack(pack_dir, generatio
     first = run_corpus(compile_pack(pack_dir, check_examples=False))
     assert generations == ["cleo-en"] and len(corpus_entries(pack_dir)) == 1
     pack = compile_pack(pack_dir, check_examples=False)  # read back from the cache, in this process
-    groups = cached.generated(pack)
+    groups = cases_cache.generated(pack)
     assert generations == ["cleo-en"]
     assert groups == generate(pack)  # every case equal, in order
     again = run_corpus(pack)
@@ -86,19 +86,19 @@ def test_a_pack_the_cache_does_not_know_is_generated_every_time(pack_dir, genera
     monkeypatch.setenv(cache.ENV, "off")
     pack = compile_pack(pack_dir, check_examples=False)
     assert cache.key_of(pack) is None
-    cached.generated(pack)
-    cached.generated(pack)
+    cases_cache.generated(pack)
+    cases_cache.generated(pack)
     assert generations == ["cleo-en", "cleo-en"]
 
 
 def test_a_damaged_entry_is_generated_again(pack_dir, generations):
     pack = compile_pack(pack_dir, check_examples=False)
-    cached.generated(pack)
+    cases_cache.generated(pack)
     entry, = corpus_entries(pack_dir)
     entry.write_bytes(entry.read_bytes()[:-10])
-    assert cached.generated(pack) == generate(pack)
+    assert cases_cache.generated(pack) == generate(pack)
     assert generations == ["cleo-en", "cleo-en"]
-    cached.generated(pack)
+    cases_cache.generated(pack)
     assert generations == ["cleo-en", "cleo-en"]  # written again, whole
 
 
@@ -109,7 +109,7 @@ def test_templates_with_problems_raise_and_store_nothing(pack_dir, generations):
                                               encoding="utf-8")
     pack = compile_pack(pack_dir, check_examples=False)
     with pytest.raises(CorpusError):
-        cached.generated(pack)
+        cases_cache.generated(pack)
     with pytest.raises(CorpusError):
-        cached.generated(pack)
+        cases_cache.generated(pack)
     assert generations == ["cleo-en", "cleo-en"] and corpus_entries(pack_dir) == []
