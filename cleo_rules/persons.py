@@ -1,7 +1,7 @@
 """Whether a name names a person, read from the name and the words around it.
 
 "He", "she", "him" and "her" point at a person. The referent finder
-(:mod:`cleo_rules.referents`) asks :func:`name_kind` of every name a turn
+(:mod:`cleo_rules.referent_finder`) asks :func:`name_kind` of every name a turn
 holds, and a person's pronoun ("he", "her") or word ("the landlord") never
 takes a name its text marks as a place's or a thing's; an adjective typed
 with a capital (``QUALITY``: "Indian") is no referent of anything. A name of

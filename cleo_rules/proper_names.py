@@ -204,7 +204,7 @@ _TIME_TAIL = re.compile(r"\s+(?:on|of|upon)\s+\S+$")
 
 
 def before_time(name, time_words):
-    """``name`` (a :class:`~cleo_rules.names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
+    """``name`` (a :class:`~cleo_rules.proper_names.NameSpan`) cut before a connector and a time word that end it ("Lisbon
     on Monday": "Lisbon"), or None when nothing but the time is left."""
     tail = _TIME_TAIL.search(name.text)
     if tail is None:

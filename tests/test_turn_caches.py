@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from cleo_rules import load_pack
-from cleo_rules import referents as referents_module
+from cleo_rules import referent_finder as referents_module
 from cleo_rules.history import ASSISTANT, Said, read_history
 from cleo_rules.matcher import _KindCache
 from cleo_rules.values import coordinated, same_kinds, value_kinds
