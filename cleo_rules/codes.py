@@ -179,7 +179,7 @@ _ALL = [
        "narrow the pattern, or take the word out of the vocabulary"),
     _c("E136", "pack", "a correction's request form is a correction (or, given with a history, no follow-up "
                        "after it)",
-       "request form {message} is a correction: it is {outcome}",
+       "request form {message} {fault}: it is {outcome}",
        "a request ('try that one') is not a correction: narrow the correction pattern"),
     _c("E137", "pack", "a query template (combine, combine_resolved) is malformed or lacks a part it needs",
        "{key} template {detail}",

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ADJECTIVAL", "PERSON", "PLACE", "QUALITY", "THING", "THING_WORDS", "TITLES", "UNITS", "WINDOW", "exclaimed",
+__all__ = ["ADJECTIVAL", "PERSON", "PLACE", "QUALITY", "THING", "THING_WORDS", "TITLES", "NAMED_UNITS", "WINDOW", "exclaimed",
            "name_kind"]
 
 PERSON = "person"
@@ -42,7 +42,7 @@ THING = "thing"
 PLACE = "place"
 QUALITY = "quality"  # an adjective typed as a name ("Indian", "Caribbean"): the referent finder sets it
 #: Units typed with a capital ("Fahrenheit"): values, not things.
-UNITS = frozenset({"fahrenheit", "celsius", "centigrade", "kelvin"})
+NAMED_UNITS = frozenset({"fahrenheit", "celsius", "centigrade", "kelvin"})
 #: How a people's or a quality's adjective ends ("Indian", "Caribbean", "Japanese", "Scottish", "Islamic").
 ADJECTIVAL = ("an", "ese", "ish", "ic", "ical")
 #: Words that end a street's name: a name holding one is an address.

@@ -71,7 +71,7 @@ from . import timed
 from .history import ASSISTANT, Said
 from .listing import clip, list_items, words_before
 from .proper_names import before_time, names, number_word
-from .persons import ADJECTIVAL, PLACE, QUALITY, THING, UNITS, exclaimed, name_kind
+from .persons import ADJECTIVAL, PLACE, QUALITY, THING, NAMED_UNITS, exclaimed, name_kind
 from .text import normalize
 from .values import bare_value, comparing, coordinated, figure, first_value, same_kinds
 
@@ -253,7 +253,7 @@ class ReferentFinder:
                 if n is None:
                     continue
             if self._modifier(text, n) or bare_value(n.text, self._time) or (not reply and exclaimed(text, n)) or \
-                    key in UNITS:
+                    key in NAMED_UNITS:
                 continue  # "Italian food" qualifies a noun; "EUR", "9:10", "Friday" name no thing; "Heck, ..."
             # "Indian or Italian?" offers two options, but "it" or "the address" never points at an adjective
             kind = QUALITY if self._adjective(key) else name_kind(text, n.start, n.end, self._given, self._people)

@@ -141,8 +141,8 @@ def _rule_example_problems(pack: Pack, rule) -> list[Problem]:
                                         help="a request ('try that one') is not a correction: narrow the "
                                              "correction pattern (or its guards) so the request is left alone"))
         elif history and d.kind != DecisionKind.FOLLOW_UP:
-            problems.append(src.problem("E136", f"request form {msg!r} must classify follow_up after its history, "
-                                        f"but it is {said(d)}", where, rule=rule.id, rank=7,
+            problems.append(src.problem("E136", f"request form {msg!r} is no follow-up after its history: "
+                                        f"it is {said(d)}", where, rule=rule.id, rank=7,
                                         help="with a history the request must be searched with what came before: "
                                              "add its words to the vocabulary or a follow-up pattern, or give it "
                                              "as a plain string to assert only that it is no correction"))

@@ -37,6 +37,8 @@ from cleo_rules.resources import inside_package, rules_dir
 from helpers import MINI, ROOT
 from helpers.packs import QUOTES, probe_messages, same_pack
 
+# a one-word name ending like a people's adjective ("-ian") names a person only as a given name
+CALLER = ["Who called while I was out?", {"role": "assistant", "content": "Adrian called about the invoice."}]
 ALBUM = ["What did Elbow release in 2008?",
          {"role": "assistant", "content": "The Seldom Seen Kid, their fourth album, came out in March 2008."}]
 
@@ -154,6 +156,7 @@ DECIDING = [
     ("referents.yaml", "(?:cheaper|cheapest", "(?:cheapxr|cheapest", None, "And the cheaper one?", QUOTES,
      "query"),
     ("lexicon.yaml", '"album"', '"albun"', "  nouns:", "Was this album a success?", ALBUM, "kind"),
+    ("given_names.yaml", '"adrian"', '"adriax"', None, "What did he want?", CALLER, "referent"),
     ("slots.yaml", "seed: 2024", "seed: 2025", None, None, None, "slots_seed"),
 ]
 

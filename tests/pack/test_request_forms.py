@@ -102,8 +102,8 @@ def test_a_request_form_given_a_history_must_follow_it_up(tmp_path):
     corr = CORR.replace("{message: \"Let's try the first one.\"", "{message: \"Check the other branch.\"")
     (p,) = problems(make(tmp_path, corr))
     assert (p.line, p.pointer) == (10, "/rules/0/request_forms/1")
-    assert p.message == "request form 'Check the other branch.' must classify follow_up after its history, but it " \
-                        "is classified substantive"
+    assert p.message == "request form 'Check the other branch.' is no follow-up after its history: it is " \
+                        "classified substantive"
 
 
 GENERATE = """\
