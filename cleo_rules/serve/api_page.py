@@ -25,6 +25,7 @@ from starlette.responses import Response
 
 from .playground import PAGE_HEADERS
 from .problems import ServiceError
+from .routes import HTML_PAGE, endpoint
 
 __all__ = ["ASSETS", "INDEX", "asset", "files", "page"]
 
@@ -43,10 +44,14 @@ def files() -> dict[str, bytes]:
     return {name: (root / name).read_bytes() for name in (INDEX, *ASSETS)}
 
 
+@endpoint("GET", "/docs", summary="This document as a page to read (HTML; its files are the package's own)",
+          ok=HTML_PAGE, secured=False, forbidden=False)
 async def page(request: Request) -> Response:
     return Response(files()[INDEX], media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
+@endpoint("GET", "/docs/{name}", summary="The API page's script and style sheet", ok={"description": "The file"},
+          params={"name": {"enum": sorted(ASSETS)}}, statuses=(404,), secured=False, forbidden=False)
 async def asset(request: Request) -> Response:
     name = request.path_params["name"]
     if name not in ASSETS:
