@@ -18,9 +18,9 @@ when it is built, and its OpenAPI document lists exactly those.
 
 from __future__ import annotations
 
-from . import classify, editing, memory, meta, pack  # the API first: the document lists them in this order
-from .. import api_page, playground  # noqa: I001 - the pages last
+from .. import api_page, playground
 from ..routes import registered, routes
+from . import classify, editing, memory, meta, pack
 
 __all__ = ["ROUTES", "registered", "routes"]
 
