@@ -32,8 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from . import openapi, playground
-from . import endpoints
+from . import endpoints, openapi, playground  # endpoints first: the API's routes before the pages'
 from .hosts import HostGuard
 from .problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
 from .problems import ServiceError, encode

@@ -18,9 +18,9 @@ when it is built, and its OpenAPI document lists exactly those.
 
 from __future__ import annotations
 
-from .. import api_page, playground
+from . import classify, editing, memory, meta, pack  # registered first: routed (and documented) in this order
+from .. import api_page, playground  # the pages after the API
 from ..routes import registered, routes
-from . import classify, editing, memory, meta, pack
 
 __all__ = ["ROUTES", "registered", "routes"]
 
