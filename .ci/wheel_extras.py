@@ -71,6 +71,8 @@ def playground(expected):
         check(status == 200 and b'src="/playground/playground.js"' in page, "GET / is not the page")
         for name in ("playground.js", "playground.css"):
             check(fetch(url + "playground/" + name)[0] == 200, f"/playground/{name} is not served")
+        for name in ("docs.js", "swagger-ui-bundle.js", "swagger-ui.css", "LICENSE"):  # /docs: Swagger UI, installed
+            check(fetch(url + "docs/" + name)[0] == 200, f"/docs/{name} is not served")
         status, body = fetch(url + "v1/classify", {"message": MESSAGE, "history": HISTORY})
         got = json.loads(body)
         check(status == 200 and (got["kind"], got["query"]) == (expected.kind, expected.query),

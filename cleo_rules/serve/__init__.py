@@ -21,7 +21,8 @@ The modules, each with one job:
 ``body``       reading request bodies: JSON shape and limits, the field at fault (:class:`~.body.BadRequest`)
 ``tenants``    the tenants' stores: lazily opened, LRU-bounded, one thread each, one shared model
 ``metrics``    the Prometheus registry of one app
-``openapi``    the OpenAPI document, built from the settings
+``routes``     the endpoint registry: an endpoint is one function and one registration
+``openapi``    the OpenAPI document, generated from the registry and the settings
 ``service``    what one app holds (settings, keys, pack, stores) and the checks its endpoints share
 ``endpoints``  the endpoints, one module per area, and the route table
 ``playground`` the playground's page and files

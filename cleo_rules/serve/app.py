@@ -32,8 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from . import openapi, playground
-from .endpoints import ROUTES
+from . import endpoints, openapi, playground  # endpoints first: the API's routes before the pages'
 from .hosts import HostGuard
 from .problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
 from .problems import ServiceError, encode_json
@@ -184,8 +183,9 @@ def create_app(settings: ServeSettings | None = None) -> Starlette:
         finally:
             await asyncio.get_running_loop().run_in_executor(None, service.stop)
 
+    registered = endpoints.registered()
     app = Starlette(
-        routes=ROUTES,
+        routes=endpoints.routes(registered),
         middleware=[Middleware(Frame, service=service),
                     Middleware(HostGuard, allowed=settings.allowed_hosts,
                                check_host=settings.keys is None or bool(settings.allowed_hosts))],
@@ -193,7 +193,8 @@ def create_app(settings: ServeSettings | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.service = service
-    app.state.openapi = json.dumps(openapi.document(settings, keys=service.keys is not None), ensure_ascii=False,
+    app.state.openapi = json.dumps(openapi.document(settings, keys=service.keys is not None,
+                                                    endpoints=registered), ensure_ascii=False,
                                    indent=1).encode("utf-8")
     app.state.playground = playground.load_files()
     return app

@@ -4,8 +4,8 @@ These checks are the JSON shape of a request and the service's limits, and
 the library's own reading of a history (:func:`cleo_rules.history.read_history`),
 nothing more: what a history item *means* (a user message, a role-tagged
 turn) is the library's business. The rules here are the ones the OpenAPI
-document states (:mod:`cleo_rules.serve.openapi`); a test holds the two to
-each other.
+document states (the request schemas beside each endpoint's registration in
+:mod:`cleo_rules.serve.endpoints`).
 
 Every refusal is a :class:`BadRequest` (a 400 problem), raised here and
 nowhere else: an endpoint reads its body first, so a ``TypeError`` or

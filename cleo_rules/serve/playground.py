@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .problems import ServiceError
+from .routes import HTML_PAGE, endpoint
 
 __all__ = ["ASSETS", "CSP", "INDEX", "asset", "load_files", "page"]
 
@@ -53,11 +54,16 @@ def load_files() -> dict[str, bytes]:
     return {name: (root / name).read_bytes() for name in (INDEX, *ASSETS)}
 
 
+@endpoint("GET", "/", summary="The playground for conversation designers (HTML)", ok=HTML_PAGE, secured=False,
+          forbidden=False)
 async def page(request: Request) -> Response:
     return Response(request.app.state.playground[INDEX], media_type="text/html; charset=utf-8",
                     headers=PAGE_HEADERS)
 
 
+@endpoint("GET", "/playground/{name}", summary="The playground's scripts and style sheet",
+          ok={"description": "The file"}, params={"name": {"enum": sorted(ASSETS)}}, statuses=(404,), secured=False,
+          forbidden=False)
 async def asset(request: Request) -> Response:
     name = request.path_params["name"]
     if name not in ASSETS:

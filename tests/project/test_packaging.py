@@ -292,7 +292,7 @@ def test_wheel_ships_the_playground(dist):
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for name in ("cleo_rules/serve/static/index.html", "cleo_rules/serve/static/playground.js",
                  "cleo_rules/serve/static/editor.js", "cleo_rules/serve/static/playground.css", "cleo_rules/serve/static/api/index.html",
-                 "cleo_rules/serve/static/api/api.js", "cleo_rules/serve/static/api/api.css",
+                 "cleo_rules/serve/static/api/docs.js", "cleo_rules/serve/static/api/docs.css",
                  "cleo_rules/integrations/langchain.py",
                  "cleo_rules/integrations/llama_index.py"):
         assert name in names, name

@@ -1,6 +1,6 @@
-"""The OpenAPI document as a page (``GET /docs``): files of the package's own, a Content-Security-Policy without
-'unsafe-inline', nothing from another host, and admitted as ``/openapi.json`` is: no key, behind the Host guard.
-(The page in a browser: tests/serve/test_pages_browser.py.)"""
+"""The OpenAPI document as a page (``GET /docs``): Swagger UI's files from the swagger-ui-py package and the page's
+own, a Content-Security-Policy without 'unsafe-inline', nothing from another host, and admitted as
+``/openapi.json`` is: no key, behind the Host guard. (The page in a browser: tests/serve/test_pages_browser.py.)"""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cleo_rules.serve.playground import CSP
 from helpers import ROOT
 
 FILES = ROOT / "cleo_rules" / "serve" / "static" / "api"
-PUBLIC = ("/docs", "/docs/api.js", "/docs/api.css", "/openapi.json")
+PUBLIC = ("/docs", "/docs/docs.js", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css", "/openapi.json")
 
 
 def ready(http: TestClient) -> TestClient:
@@ -38,20 +38,25 @@ def test_the_page_and_its_files_come_from_the_package_with_the_policy(plain):
     page = plain.get("/docs")
     assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
     assert page.text == (FILES / "index.html").read_text(encoding="utf-8")
-    assert '<script type="module" src="/docs/api.js"></script>' in page.text
-    assert '<link rel="stylesheet" href="/docs/api.css">' in page.text
+    assert re.findall(r"<script\b[^>]*>", page.text) == ['<script src="/docs/swagger-ui-bundle.js">',
+                                                         '<script src="/docs/docs.js">']
+    assert re.findall(r'<link rel="stylesheet" href="([^"]+)">', page.text) == ["/docs/swagger-ui.css", "/docs/docs.css"]
+    vendored = api_page.vendored_dir()
+    assert vendored is not None and (vendored / "swagger-ui-bundle.js").is_file()
     for name, media in api_page.ASSETS.items():
         got = plain.get(f"/docs/{name}")
         assert got.status_code == 200 and got.headers["content-type"] == media
-        assert got.content == (FILES / name).read_bytes()
-    assert sorted(p.name for p in FILES.iterdir()) == sorted([api_page.INDEX, *api_page.ASSETS])
-    for path in ("/docs", "/docs/api.js", "/docs/api.css"):
+        assert got.content == ((FILES if name in api_page.OWN else vendored) / name).read_bytes()
+    assert sorted(p.name for p in FILES.iterdir()) == sorted([api_page.INDEX, *api_page.OWN])
+    assert "Apache License" in plain.get("/docs/LICENSE").text  # Swagger UI's, served beside it
+    for path in ("/docs", *(f"/docs/{name}" for name in api_page.ASSETS)):
         headers = plain.get(path).headers
         assert headers["content-security-policy"] == CSP
         assert headers["x-content-type-options"] == "nosniff"
-    missing = plain.get("/docs/api.js.map")
-    assert missing.status_code == 404 and missing.headers["content-type"] == "application/problem+json"
-    assert missing.json()["type"] == "/problems/not-found"
+    for name in ("api.js", "swagger-ui-bundle.js.map", "swagger-initializer.js", "index.html"):
+        missing = plain.get(f"/docs/{name}")  # only the files named: nothing else of the package's directory
+        assert missing.status_code == 404 and missing.headers["content-type"] == "application/problem+json"
+        assert missing.json()["type"] == "/problems/not-found"
 
 
 def test_the_policy_allows_nothing_inline_and_nothing_from_elsewhere():
@@ -61,18 +66,19 @@ def test_the_policy_allows_nothing_inline_and_nothing_from_elsewhere():
     assert directives["script-src"] == directives["style-src"] == directives["connect-src"] == "'self'"
 
 
-def test_the_shipped_files_name_no_other_host_and_nothing_inline():
+def test_the_page_s_own_files_name_no_other_host_and_nothing_inline():
+    """The page's own files; Swagger UI's names hosts in its text (links, defaults the page turns off) and the
+    browser test (tests/serve/test_pages_browser.py) holds that nothing reaches another host."""
     for path in FILES.iterdir():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path.name
         assert "@import" not in text and "import(" not in text and "eval(" not in text, path.name
     html = (FILES / "index.html").read_text(encoding="utf-8")
-    assert re.findall(r"<script\b[^>]*>", html) == ['<script type="module" src="/docs/api.js">']
     assert re.search(r"<script[^>]*>\s*[^<\s]", html) is None  # no inline script
     assert "<style" not in html and " style=" not in html and not re.search(r"\son[a-z]+=", html)
-    script = (FILES / "api.js").read_text(encoding="utf-8")
-    assert "innerHTML" not in script and "setAttribute(\"style\"" not in script
-    assert re.findall(r"fetch\(([^,)]*)", script) == ['"/openapi.json"']  # the one thing it asks for
+    script = (FILES / "docs.js").read_text(encoding="utf-8")
+    assert re.findall(r"\burl: ([^,]*)", script) == ['"/openapi.json"']  # the one document it reads
+    assert "validatorUrl: null" in script  # no badge fetched from the validator's host
 
 
 def statuses(http: TestClient, **headers) -> dict[str, int]:

@@ -111,48 +111,34 @@ def test_the_playground_shows_a_turn_s_near_misses_as_explain_names_them(chrome,
 
 
 def test_the_api_page_renders_every_path_of_the_document(chrome, site):
+    """/docs is Swagger UI on the service's own document: every operation in the document's order with its summary,
+    an operation opened shows its parameters and responses, and every schema is listed."""
     import httpx
 
     doc = httpx.get(site["svc"].url + "/openapi.json", timeout=10).json()
     chrome.get(site["svc"].url + "/docs")
     wait(chrome, lambda d: d.execute_script("return document.body.dataset.ready") == "true")
-    assert chrome.execute_script("return document.body.dataset.paths") == str(len(doc["paths"]))
-    assert text(chrome.find_element(By.ID, "title")) == doc["info"]["title"]
-    operations = chrome.find_elements(By.CSS_SELECTOR, "section.op")
-    # each path in the document's order, its operations in the order OpenAPI lists the methods
-    order = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
-    expected = [(path, method) for path, item in doc["paths"].items() for method in sorted(item, key=order.index)]
-    assert [(op.get_attribute("data-path"), op.get_attribute("data-method")) for op in operations] == expected
+    assert text(chrome.find_element(By.CSS_SELECTOR, ".info .title")).startswith(doc["info"]["title"])
+    operations = chrome.find_elements(By.CSS_SELECTOR, ".opblock")
+    expected = [(path, method) for path, item in doc["paths"].items() for method in item]
+    shown = [(op.find_element(By.CSS_SELECTOR, ".opblock-summary-path").get_attribute("data-path"),
+              text(op.find_element(By.CSS_SELECTOR, ".opblock-summary-method")).lower()) for op in operations]
+    assert shown == expected
     for op, (path, method) in zip(operations, expected):
+        summary = text(op.find_element(By.CSS_SELECTOR, ".opblock-summary-description"))
+        assert summary == doc["paths"][path][method]["summary"], (path, method)
+    for path, method in [("/v1/explain", "post"), ("/v1/tenants/{tenant}/memory", "post")]:
+        op = operations[expected.index((path, method))]
+        op.find_element(By.CSS_SELECTOR, ".opblock-summary-control").click()
+        wait(chrome, lambda d: op.find_elements(By.CSS_SELECTOR, "tr.response"))
         operation = doc["paths"][path][method]
-        assert text(op.find_element(By.CSS_SELECTOR, "h3 .path")) == path
-        assert text(op.find_element(By.CSS_SELECTOR, "h3 .method")) == method.upper()
-        assert text(op.find_element(By.CSS_SELECTOR, ".summary")) == operation["summary"]
-        shown = [text(dt) for dt in op.find_elements(By.CSS_SELECTOR, "dl.responses > dt")]
-        assert shown == list(operation["responses"]), path
-        names = [p.get_attribute("data-name") for p in op.find_elements(By.CSS_SELECTOR, "tr.param")]
-        assert names == [p["name"] for p in operation.get("parameters", [])], path
-        assert bool(op.find_elements(By.XPATH, "./h4[starts-with(., 'Request body')]")) == ("requestBody" in operation)
-    # every schema is drawn, its properties listed, and a reference links to it
-    schemas = doc["components"]["schemas"]
-    assert [s.get_attribute("data-name") for s in chrome.find_elements(By.CSS_SELECTOR, "section.schema")] == \
-        list(schemas)
-    near = chrome.find_element(By.ID, "schema-NearMiss")
-    assert [p.get_attribute("data-name") for p in near.find_elements(By.CSS_SELECTOR, ":scope > .schema-view > "
-                                                                                        "ul.props > li.prop")] == \
-        list(schemas["NearMiss"]["properties"])
-    link = chrome.find_element(By.CSS_SELECTOR, 'section.op[id="op-post-/v1/explain"] a.ref[href="#schema-Explanation"]')
-    link.click()
-    wait(chrome, lambda d: d.execute_script("return location.hash") == "#schema-Explanation")
-    # the filter keeps the operations that mention every word typed
-    box = chrome.find_element(By.ID, "filter")
-    box.send_keys("explain")
-    visible = [op.get_attribute("data-path") for op in operations if op.is_displayed()]
-    assert visible and all("explain" in text(op).lower() for op in operations if op.is_displayed())
-    assert "/v1/explain" in visible and "/healthz" not in visible
-    box.clear()
-    chrome.execute_script("document.getElementById('filter').dispatchEvent(new Event('input'))")
-    assert all(op.is_displayed() for op in operations)
+        assert [r.get_attribute("data-code") for r in op.find_elements(By.CSS_SELECTOR, "tr.response")] == \
+            list(operation["responses"]), path
+        assert [r.get_attribute("data-param-name") for r in op.find_elements(By.CSS_SELECTOR, "tr[data-param-name]")] \
+            == [p["name"] for p in operation.get("parameters", [])], path
+    assert chrome.execute_script("return location.hash") == "#/default/post_v1_tenants__tenant__memory"
+    models = chrome.find_element(By.CSS_SELECTOR, "section.models")
+    wait(chrome, lambda d: all(name in text(models) for name in doc["components"]["schemas"]))
 
 
 def test_the_api_page_fits_a_phone(chrome, site):

@@ -8,44 +8,22 @@
 ``editing``   the pack's own files edited from the playground (``--writable-pack``)
 ``meta``      health, readiness, metrics, the OpenAPI document, the problem types
 
-:data:`ROUTES` is the route table the app is built from (the playground's
-page and files, and the OpenAPI document's page, :mod:`cleo_rules.serve.api_page`,
-included); the OpenAPI document lists exactly these.
+Each endpoint is registered beside its function (:func:`cleo_rules.serve.routes.endpoint`),
+with what the OpenAPI document says of it; importing this package registers
+them all, and the playground's page and files and the OpenAPI document's page
+(:mod:`cleo_rules.serve.api_page`). :func:`registered` is every endpoint, the
+bundled ones and any registered since; an app routes exactly those registered
+when it is built, and its OpenAPI document lists exactly those.
 """
 
 from __future__ import annotations
 
-from starlette.routing import Route
+from . import classify, editing, memory, meta, pack  # registered first: routed (and documented) in this order
+from .. import api_page, playground  # the pages after the API
+from ..routes import registered, routes
 
-from .. import api_page, playground
-from . import classify, editing, memory, meta, pack
+__all__ = ["ROUTES", "registered", "routes"]
 
-__all__ = ["ROUTES"]
-
-ROUTES = [
-    Route("/v1/classify", classify.classify, methods=["POST"]),
-    Route("/v1/classify/batch", classify.classify_batch, methods=["POST"]),
-    Route("/v1/explain", classify.explain, methods=["POST"]),
-    Route("/v1/tenants/{tenant}/turns", memory.turns, methods=["POST"]),
-    Route("/v1/tenants/{tenant}/memory", memory.ingest, methods=["POST"]),
-    Route("/v1/tenants/{tenant}/memory", memory.memory_stats, methods=["GET"]),
-    Route("/v1/tenants/{tenant}/memory/{source}/{id:path}", memory.delete_item, methods=["DELETE"]),
-    Route("/v1/pack", pack.pack_status, methods=["GET"]),
-    Route("/v1/pack/reload", pack.pack_reload, methods=["POST"]),
-    Route("/healthz", meta.healthz, methods=["GET"]),
-    Route("/readyz", meta.readyz, methods=["GET"]),
-    Route("/metrics", meta.metrics, methods=["GET"]),
-    Route("/openapi.json", meta.openapi_json, methods=["GET"]),
-    Route("/docs", api_page.page, methods=["GET"]),
-    Route("/docs/{name}", api_page.asset, methods=["GET"]),
-    Route("/problems/{name}", meta.problem_type, methods=["GET"]),
-    Route("/", playground.page, methods=["GET"]),
-    Route("/playground/{name}", playground.asset, methods=["GET"]),
-    Route("/v1/pack/rules", pack.pack_rules, methods=["GET"]),
-    Route("/v1/pack/source", pack.pack_source, methods=["GET"]),
-    Route("/v1/pack/regressions", pack.regressions, methods=["POST"]),
-    Route("/v1/tenants/{tenant}/recall", memory.recall, methods=["POST"]),
-    Route("/v1/pack/files", editing.pack_files_list, methods=["GET"]),
-    Route("/v1/pack/file", editing.file_text, methods=["GET"]),
-    Route("/v1/pack/file", editing.edit_file, methods=["PUT"]),
-]
+MODULES = (classify, memory, pack, editing, meta, playground, api_page)  # the modules that register endpoints
+#: the routes of the bundled endpoints (an app is built from :func:`routes`, every endpoint registered when it is)
+ROUTES = routes()

@@ -17,13 +17,132 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ...explain import REASONS
+from ...kinds import DecisionKind
 from ..body import BadRequest, parse_json, read_batch, read_classify
 from ..responses import JSON_TYPES, json_response
+from ..routes import endpoint, ref
 from .common import add_timings, admit, decision_record
 
-__all__ = ["classify", "classify_batch", "explain"]
+__all__ = ["classify", "classify_batch", "explain", "explain_schemas", "schemas"]
 
 
+def schemas(settings) -> dict:
+    """A classify request (limits from ``settings``), a batch of them, a decision and a batch's answer."""
+    text = {"type": "string", "maxLength": settings.max_message_chars}
+    limit = settings.max_message_chars
+    nullable_str = {"type": ["string", "null"]}
+    history_item = {
+        "description": "An earlier turn: a string is a user message; an object is a role-tagged turn "
+                       "{\"role\": \"user\" | \"assistant\", \"content\": str} (OpenAI and LangChain chat "
+                       "convention), whose contents the classifier checks.",
+        "oneOf": [
+            {**text, "description": "an earlier user message"},
+            {"type": "object",
+             "description": f"a role-tagged turn; its content holds at most {limit} characters of text (a string, "
+                            f"or the texts of a list of parts in all); the classifier checks its members",
+             "properties": {"content": {"not": {"type": "string", "minLength": limit + 1}}},
+             "examples": [{"role": "assistant", "content": "Hadley Commercial is the cheaper of the two."}]},
+        ],
+    }
+    history = {
+        "description": "Earlier turns, oldest first; null or absent means none.",
+        "type": ["array", "null"],
+        "maxItems": settings.max_history,
+        "items": ref("HistoryItem"),
+    }
+    return {
+        "HistoryItem": history_item,
+        "ClassifyRequest": {
+            "type": "object",
+            "required": ["message"],
+            "additionalProperties": False,
+            "properties": {"message": {**text, "description": "The user's message, as typed."},
+                           "history": ref("History")},
+        },
+        "History": history,
+        "BatchRequest": {
+            "type": "object",
+            "required": ["items"],
+            "additionalProperties": False,
+            "properties": {"items": {"type": "array", "maxItems": settings.max_batch,
+                                     "description": "Each item is read as a ClassifyRequest; a bad item gets an "
+                                                    "error object in its place, the others are answered.",
+                                     "items": ref("ClassifyRequest")}},
+        },
+        "Decision": {
+            "type": "object",
+            "description": "The classifier's decision, as `cleo-rules classify --jsonl` writes it.",
+            "required": ["kind", "rule", "span", "matched", "query", "anchor", "pack", "pack_version", "pack_hash",
+                         "note"],
+            "properties": {
+                "kind": {"enum": list(DecisionKind)},
+                "rule": nullable_str,
+                "span": {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                         "description": "[start, end) of the matched text in the message (code points)."},
+                "matched": nullable_str,
+                "query": {**nullable_str, "description": "What retrieval should search; null: nothing."},
+                "anchor": {**nullable_str, "description": "The earlier message combined into the query."},
+                "pack": {"type": "string"}, "pack_version": {"type": "string"}, "pack_hash": {"type": "string"},
+                "note": nullable_str,
+            },
+        },
+        "ItemError": {
+            "type": "object", "required": ["error"],
+            "properties": {"error": ref("Problem")},
+        },
+        "BatchResponse": {
+            "type": "object", "required": ["results"],
+            "properties": {"results": {"type": "array", "items": {"oneOf": [ref("Decision"), ref("ItemError")]}}},
+        },
+    }
+
+
+def explain_schemas(settings) -> dict:
+    """An explanation: the decision, every rule's attempt, the near misses."""
+    nullable_str = {"type": ["string", "null"]}
+    span = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+            "description": "[start, end) of the rule's match in the message (code points)."}
+    return {
+        "Explanation": {
+            "type": "object",
+            "description": "What `cleo-rules explain --json` prints: the decision, every rule's attempt in the order "
+                           "the walk applies them, and the near misses.",
+            "required": ["decision", "normalized", "words", "attempts", "parts", "near_misses"],
+            "properties": {
+                "decision": ref("Decision"),
+                "normalized": {"type": "string", "description": "The text the patterns saw."},
+                "words": {"type": "array", "items": {"type": "string"}},
+                "attempts": {"type": "array", "items": ref("Attempt")},
+                "parts": {"type": "array", "items": {"type": "object"}},
+                "near_misses": {"type": "array", "items": ref("NearMiss"), "description": (
+                    "The rules whose prefilter words are in the message and which did not take it, in the order "
+                    "tried, the referent rules last.")},
+            },
+        },
+        "Attempt": {
+            "type": "object", "required": ["stage", "rule", "fired", "tried", "span", "matched", "note"],
+            "properties": {"stage": {"type": "string"}, "rule": nullable_str, "fired": {"type": "boolean"},
+                           "tried": {"type": "boolean"}, "span": span, "matched": nullable_str,
+                           "note": {"type": "string"}},
+        },
+        "NearMiss": {
+            "type": "object", "required": ["rule", "stage", "reason", "setting", "detail", "span", "matched"],
+            "properties": {
+                "rule": {**nullable_str, "description": "null for a stage's whole test (the vocabulary test)."},
+                "stage": {"type": "string"},
+                "reason": {"enum": list(REASONS), "description": "\n".join(f"{k}: {v}" for k, v in REASONS.items())},
+                "setting": {**nullable_str, "description": "The rule's key or the pack's setting at work."},
+                "detail": {"type": "string"}, "span": span, "matched": nullable_str,
+                "needs": {"type": "string", "description": "What the rule needs, in the pack's terms."},
+                "lacks": {"type": "string", "description": "What the message lacks of it, on the span tested."},
+            },
+        },
+    }
+
+
+@endpoint("POST", "/v1/classify", summary="Classify one message", body="ClassifyRequest", ok="Decision",
+          statuses=(400, 408, 413, 415, 503), schemas=schemas)
 async def classify(request: Request) -> Response:
     service = admit(request)
     settings = service.settings
@@ -41,6 +160,8 @@ async def classify(request: Request) -> Response:
     return json_response(decision_record(decision))
 
 
+@endpoint("POST", "/v1/classify/batch", summary="Classify many messages, answered in order", body="BatchRequest",
+          ok="BatchResponse", statuses=(400, 408, 413, 415, 503), schemas=schemas)
 async def classify_batch(request: Request) -> Response:
     service = admit(request)
     settings, metrics = service.settings, service.metrics
@@ -67,6 +188,8 @@ async def classify_batch(request: Request) -> Response:
     return json_response({"results": results})
 
 
+@endpoint("POST", "/v1/explain", summary="Classify one message and say why: every rule's attempt and the near misses",
+          body="ClassifyRequest", ok="Explanation", statuses=(400, 408, 413, 415, 503), schemas=explain_schemas)
 async def explain(request: Request) -> Response:
     service = admit(request)
     settings = service.settings

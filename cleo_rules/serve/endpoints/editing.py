@@ -28,7 +28,9 @@ from starlette.responses import Response
 
 from ...errors import CleoError, UsageError
 from ..problems import ServiceError
+from ...reading.load import MAX_FILE_BYTES
 from ..responses import json_response
+from ..routes import endpoint, ref
 from .common import admit, flag
 
 if TYPE_CHECKING:
@@ -37,6 +39,50 @@ if TYPE_CHECKING:
 __all__ = ["TEXT_TYPES", "edit_file", "file_text", "pack_files_list"]
 
 TEXT_TYPES = ("text/plain", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+
+#: the file a request names, as /v1/pack/files names it
+FILE_QUERY = {"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+              "description": "The file as /v1/pack/files names it."}
+
+
+def schemas(settings) -> dict:
+    """The files the playground edits (--writable-pack), one file's text, and an edit judged."""
+    nullable_str = {"type": ["string", "null"]}
+    return {
+        "PackFiles": {
+            "type": "object", "required": ["writable", "files"],
+            "properties": {"writable": {"type": "boolean"}, "files": {"type": "array", "items": {
+                "type": "object", "required": ["file", "role", "bytes", "sha256"],
+                "properties": {"file": {"type": "string"},
+                               "role": {"enum": ["manifest", "rules", "corpus"]},
+                               "bytes": {"type": ["integer", "null"]}, "sha256": nullable_str}}}},
+        },
+        "PackFileText": {
+            "type": "object", "required": ["file", "text", "sha256"],
+            "properties": {"file": {"type": "string"}, "text": {"type": "string"},
+                           "sha256": {"type": "string", "description": "What If-Match names to edit this text."}},
+        },
+        "Edited": {
+            "type": "object", "required": ["file", "written", "ok", "sha256", "pack", "errors", "problems"],
+            "description": "An edit judged with the whole pack: written only when `ok` (and the text is new).",
+            "properties": {
+                "file": {"type": "string"}, "written": {"type": "boolean", "description": (
+                    "Whether the new text is on disk: false when the pack does not pass with it (`ok` false), or "
+                    "when it is the file's text already")},
+                "ok": {"type": "boolean", "description": "Whether the pack passes the acceptance gate with the edit."},
+                "sha256": {"type": "string", "description": "The file on disk now: If-Match for the next edit."},
+                "pack": {"type": ["object", "null"], "description": "The edited pack: name, version, hash (null "
+                                                                    "when it does not compile)."},
+                "errors": {"type": "integer"},
+                "problems": {"type": "array", "items": ref("PackProblem"),
+                             "description": "Every finding at its file:line:col, errors first, then warnings and "
+                                            "notes (an open case, one to close)."},
+                "serving": {"type": "object", "description": "The pack serving now: name, version, hash."},
+                "rebuilt": {"type": "array", "items": {"type": "string"},
+                            "description": "The generated corpus files written or removed with the edit (rebuild)."},
+            },
+        },
+    }
 
 
 def _writable(service: Service, request: Request) -> None:
@@ -60,6 +106,9 @@ def _refused(exc: UsageError) -> ServiceError:
     return ServiceError("pack-not-writable", str(exc), code=exc.code)
 
 
+@endpoint("GET", "/v1/pack/files",
+          summary="The pack's own files the playground edits (--writable-pack; none without it)", ok="PackFiles",
+          statuses=(503,), schemas=schemas)
 async def pack_files_list(request: Request) -> Response:
     from ...editing import editable_files
 
@@ -72,6 +121,8 @@ async def pack_files_list(request: Request) -> Response:
     return json_response({"writable": True, "files": files})
 
 
+@endpoint("GET", "/v1/pack/file", summary="One file the playground edits: its text and SHA-256", ok="PackFileText",
+          query=(FILE_QUERY,), statuses=(400, 404, 409, 503), schemas=schemas)
 async def file_text(request: Request) -> Response:
     from ...editing import read_file
 
@@ -88,9 +139,23 @@ async def file_text(request: Request) -> Response:
     return json_response({"file": name, "text": text, "sha256": sha}, headers={"ETag": f'"{sha}"'})
 
 
+@endpoint("PUT", "/v1/pack/file",
+          summary=lambda keys: "Edit one file: the whole pack is judged by the acceptance gate with the new text, "
+          "written (atomically) and served only if it passes; answered 200 either way, `written` says "
+          "(--writable-pack" + ("; a key for every tenant, *" if keys else "") + ")",
+          body={"type": "string", "maxLength": MAX_FILE_BYTES,
+                "description": "The file's new text, UTF-8, at most 1 MiB (every pack file's limit)."},
+          body_type="text/plain", ok="Edited",
+          query=(FILE_QUERY, {"name": "If-Match", "in": "header", "schema": {"type": "string"},
+                              "description": "The SHA-256 of the text the edit started from, quoted: 412 when the "
+                                             "file is another now."},
+                 {"name": "rebuild", "in": "query", "schema": {"type": "boolean"},
+                  "description": "Build corpus/generated/ again from the edited pack (as `cleo-rules corpus build`), "
+                                 "judge it and write it with the edit: for an edit of templates, slots or limits, "
+                                 "which leaves the corpus stale."}),
+          statuses=(400, 404, 408, 409, 412, 413, 415, 503), schemas=schemas)
 async def edit_file(request: Request) -> Response:
     from ...editing import EditConflict, edit_file as edit
-    from ...reading.load import MAX_FILE_BYTES
 
     service = admit(request)
     _writable(service, request)

@@ -28,10 +28,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ...errors import IngestError, StoreError
-from ...kinds import Source
+from ...kinds import DecisionKind, Source
 from ..body import parse_json, read_turn
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
+from ..routes import endpoint, ref
 from ..service import RETRY_AFTER, stored_lines
 from ..tenants import Write
 from .common import JSONL_TYPES, add_timings, admit, decision_record, flag, on_store
@@ -39,12 +40,81 @@ from .common import JSONL_TYPES, add_timings, admit, decision_record, flag, on_s
 if TYPE_CHECKING:
     from ..service import Service
 
-__all__ = ["LineFeed", "delete_item", "ingest", "memory_stats", "recall", "turns"]
+__all__ = ["LineFeed", "delete_item", "ingest", "memory_stats", "recall", "schemas", "turns"]
 
 log = logging.getLogger("cleo_rules.serve")
 
 TURN_STAGES = ("classify", "embed", "search", "metadata", "context", "trace")
 INGEST_STAGES = ("parse", "embed", "sql", "index", "save")
+
+
+def schemas(settings) -> dict:
+    """A turn request (limits from ``settings``), a turn's and a recall's answer, and what an ingest, the stats
+    and a delete answer."""
+    text = {"type": "string", "maxLength": settings.max_message_chars}
+    nullable_str = {"type": ["string", "null"]}
+    return {
+        "TurnRequest": {
+            "type": "object",
+            "required": ["message"],
+            "additionalProperties": False,
+            "properties": {
+                "message": {**text, "description": "The user's message, as typed."},
+                "history": ref("History"),
+                "k": {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_k,
+                      "description": f"Results to ask for (default {settings.default_k})."},
+            },
+        },
+        "Result": {
+            "type": "object",
+            "required": ["source", "id", "item", "title", "date", "text", "score"],
+            "properties": {
+                "source": {"enum": list(Source)}, "id": {"type": "string"},
+                "item": {"type": "string"}, "title": {"type": "string"}, "date": {"type": "string"},
+                "text": {"type": "string"}, "score": {"type": "number"},
+            },
+        },
+        "TurnResponse": {
+            "type": "object",
+            "description": "One turn, as `cleo-rules turn --jsonl` writes it, and the id of its trace row.",
+            "required": ["kind", "rule", "query", "anchor", "results", "context", "trace_id"],
+            "properties": {
+                "kind": {"enum": list(DecisionKind)},
+                "rule": nullable_str, "query": nullable_str, "anchor": nullable_str,
+                "results": {"type": "array", "items": ref("Result")},
+                "context": {"type": "string", "description": "The context block for the model."},
+                "note": {"type": "string"},
+                "trace_id": {"type": ["integer", "null"]},
+            },
+        },
+        "IngestReport": {
+            "type": "object",
+            "required": ["source", "lines", "added", "updated", "unchanged", "skipped", "problems", "seconds",
+                         "timings"],
+            "properties": {
+                "source": {"type": "string"},
+                **{n: {"type": "integer"} for n in ("lines", "added", "updated", "unchanged", "skipped")},
+                "problems": {"type": "array", "items": {"type": "object"}},
+                "seconds": {"type": "number"}, "timings": {"type": "object"},
+            },
+        },
+        "MemoryStats": {"type": "object", "required": ["conversations", "documents", "snippets", "passages"]},
+        "Deleted": {
+            "type": "object", "required": ["source", "id", "deleted"],
+            "properties": {"source": {"enum": list(Source)}, "id": {"type": "string"},
+                           "deleted": {"const": True}},
+        },
+        "RecallResponse": {
+            "type": "object", "required": ["decision", "shaped", "raw"],
+            "properties": {
+                "decision": ref("Decision"),
+                "shaped": {"type": ["array", "null"], "items": ref("Result"),
+                           "description": "Recalled for the shaped query; null when no search is made."},
+                "raw": {"type": "array", "items": ref("Result"),
+                        "description": "What the message searched as typed would have recalled."},
+            },
+        },
+    }
 
 
 async def _turn_body(request: Request, tenant: str) -> tuple[Service, str, list, int]:
@@ -56,6 +126,9 @@ async def _turn_body(request: Request, tenant: str) -> tuple[Service, str, list,
     return service, message, history, k
 
 
+@endpoint("POST", "/v1/tenants/{tenant}/turns",
+          summary="One turn end to end: classify, search the tenant's memory, build the context, trace it",
+          body="TurnRequest", ok="TurnResponse", statuses=(400, 404, 408, 409, 413, 415, 503), schemas=schemas)
 async def turns(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service, message, history, k = await _turn_body(request, tenant)
@@ -75,6 +148,9 @@ async def turns(request: Request) -> Response:
     return json_response(record)
 
 
+@endpoint("POST", "/v1/tenants/{tenant}/recall",
+          summary="What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
+          body="TurnRequest", ok="RecallResponse", statuses=(400, 404, 408, 409, 413, 415, 503), schemas=schemas)
 async def recall(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service, message, history, k = await _turn_body(request, tenant)
@@ -110,6 +186,13 @@ class LineFeed:
             yield line
 
 
+@endpoint("POST", "/v1/tenants/{tenant}/memory",
+          summary="Ingest JSON Lines (the `memory ingest` format); creates the tenant's store",
+          body={"type": "string", "description": "One conversation or document per line."},
+          body_type="application/x-ndjson", ok="IngestReport",
+          query=({"name": "strict", "in": "query", "schema": {"type": "boolean"},
+                  "description": "Reject the whole body if any line is malformed."},),
+          statuses=(400, 404, 408, 409, 413, 415, 503), schemas=schemas)
 async def ingest(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service = admit(request, tenant)
@@ -143,6 +226,8 @@ async def ingest(request: Request) -> Response:
     return json_response(record)
 
 
+@endpoint("GET", "/v1/tenants/{tenant}/memory", summary="What the tenant's store holds", ok="MemoryStats",
+          statuses=(400, 404, 409, 503), schemas=schemas)
 async def memory_stats(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     admit(request, tenant)
@@ -151,6 +236,8 @@ async def memory_stats(request: Request) -> Response:
     return json_response(stats)
 
 
+@endpoint("DELETE", "/v1/tenants/{tenant}/memory/{source}/{id:path}", summary="Delete a conversation or a document",
+          ok="Deleted", params={"source": {"enum": list(Source)}}, statuses=(400, 404, 409, 503), schemas=schemas)
 async def delete_item(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     admit(request, tenant)

@@ -24,18 +24,149 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ... import families
 from ...errors import CleoError, PackError
 from ..body import parse_json, read_regression
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
+from ..routes import endpoint, ref
 from .common import admit, file_namer, serving_status as status_for
 
 if TYPE_CHECKING:
     from ..service import Service
 
-__all__ = ["pack_extras", "pack_files", "pack_reload", "pack_rules", "pack_source", "pack_status", "regressions"]
+__all__ = ["pack_extras", "pack_files", "pack_reload", "pack_rules", "pack_source", "pack_status", "regressions",
+           "schemas"]
 
 MAX_SOURCE_BYTES = 1 << 20
+#: how a file of the pack is named to a request (:func:`cleo_rules.serve.endpoints.common.file_namer`)
+FILE_NAMED = ("The file: to a key for every tenant (or without keys) as the server names it, relative to its "
+              "working directory or whole; to any other key from the pack it belongs to, "
+              "`<pack NAME>/follow_ups.yaml` or `<base pack NAME>/follow_ups.yaml`.")
+ADMIN = " (a key for every tenant, *)"
+
+
+def _status_schemas() -> dict:
+    """The pack's status, as an operator and as any other key sees it, its bases and a located problem."""
+    nullable_str = {"type": ["string", "null"]}
+    return {
+        "PackStatus": {
+            "type": "object",
+            "description": "The pack serving and the last refusal. path, corpus, last_error and problems (where the "
+                           "server keeps things, or errors naming its files) only when the service has no keys or "
+                           "the request a key for every tenant; to another key regressions.file is named from the "
+                           "directory holding the pack and its corpus (corpus/regressions.yaml).",
+            "required": ["pack", "version", "hash", "reloads", "rejections", "watching"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "path": {"type": "string"}, "require": nullable_str, "reloads": {"type": "integer"},
+                "rejections": {"type": "integer"}, "last_error": nullable_str, "watching": {"type": "boolean"},
+                "problems": {"type": "array", "items": ref("PackProblem"),
+                             "description": "The last refused pack's problems, located; empty after a success."},
+                "corpus": nullable_str, "gate": {"type": "string"}, "bases": ref("PackBases"),
+                "regressions": {"type": "object", "required": ["file", "writable"],
+                                "description": "Where saved regressions go, and whether this service appends them.",
+                                "properties": {"file": {"type": "string"}, "writable": {"type": "boolean"}}},
+                "editing": {"type": "object", "required": ["writable"],
+                            "description": "Whether the playground edits the pack's own files (--writable-pack).",
+                            "properties": {"writable": {"type": "boolean"}}},
+            },
+        },
+        "PublicPackStatus": {
+            "type": "object",
+            "description": "The pack's status as /readyz shows it: without path, corpus and last_error (where the "
+                           "server keeps things) unless the service has no keys or the request a key for every "
+                           "tenant, which see the whole PackStatus.",
+            "required": ["pack", "version", "hash", "reloads", "rejections", "watching"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "require": nullable_str, "reloads": {"type": "integer"}, "rejections": {"type": "integer"},
+                "watching": {"type": "boolean"}, "gate": {"type": "string"}, "bases": ref("PackBases"),
+            },
+        },
+        "PackBases": {
+            "type": "array", "description": "The packs the pack is built on (extends:), in the order they apply; "
+                                            "empty for a pack that extends nothing.",
+            "items": {"type": "object", "required": ["name", "version", "hash"],
+                      "properties": {"name": {"type": "string"}, "version": {"type": "string"},
+                                     "hash": {"type": "string"}}},
+        },
+        "PackProblem": {
+            "type": "object",
+            "required": ["code", "severity", "file", "line", "col", "message", "help"],
+            "properties": {
+                "code": {"type": "string"}, "severity": {"enum": ["error", "warning", "note"]},
+                "file": {"type": "string"},
+                "line": {"type": "integer"}, "col": {"type": "integer"}, "pointer": {"type": "string"},
+                "rule": nullable_str, "message": {"type": "string"}, "help": {"type": "string"},
+                "pack": {"type": ["string", "null"], "description": "In a pack built on others, the pack whose file "
+                                                                    "the problem is in."},
+            },
+        },
+    }
+
+
+def schemas(settings) -> dict:
+    """The pack serving now, as its status and the playground read it; a regression request (limits from
+    ``settings``) and what saving it answers."""
+    text = {"type": "string", "maxLength": settings.max_message_chars}
+    return {
+        **_status_schemas(),
+        "PackRules": {
+            "type": "object", "required": ["pack", "version", "hash", "rules", "bases", "disabled", "replaced"],
+            "properties": {
+                "pack": {"type": "string"}, "version": {"type": "string"}, "hash": {"type": "string"},
+                "rules": {"type": "array", "items": {
+                    "type": "object", "required": ["id", "kind", "file", "line", "pack"],
+                    "properties": {"id": {"type": "string"},
+                                   "kind": {"enum": list(families.rule_kinds())},
+                                   "file": {"type": "string", "description": FILE_NAMED},
+                                   "shown": {"type": "string", "description": (
+                                       "The file as a page shows it: an installed pack's file named from its "
+                                       "pack (<installed pack cleo-en>/corrections.yaml), any other as file.")},
+                                   "line": {"type": "integer"}, "description": {"type": "string"},
+                                   "pack": {"type": "string", "description": "The pack the rule comes from: this "
+                                                                             "one, or a base."}}}},
+                "bases": ref("PackBases"),
+                "disabled": ref("LeftOut"), "replaced": ref("LeftOut"),
+            },
+        },
+        "LeftOut": {
+            "type": "array", "description": "Rules of a base the pack leaves out: `by` the pack that disabled or "
+                                            "replaced it, `of` the pack it was of.",
+            "items": {"type": "object", "required": ["rule", "by", "of"],
+                      "properties": {"rule": {"type": "string"}, "by": {"type": "string"}, "of": {"type": "string"}}},
+        },
+        "PackSource": {
+            "type": "object", "required": ["file", "hash", "lines"],
+            "properties": {"file": {"type": "string", "description": FILE_NAMED}, "hash": {"type": "string"},
+                           "lines": {"type": "array", "items": {"type": "string"}}},
+        },
+        "RegressionSaved": {
+            "type": "object", "required": ["id", "yaml", "file", "written", "open"],
+            "properties": {"id": {"type": "string"}, "yaml": {"type": "string",
+                                                             "description": "The case, as an item of `cases:`."},
+                           "file": {"type": "string"}, "written": {"type": "boolean"},
+                           "open": {"type": "boolean", "description": (
+                               "The pack does not get the case right yet, so it is saved `open: true`: `check` "
+                               "reports it without failing, and asks for it to be closed once it passes.")}},
+        },
+        "RegressionRequest": {
+            "type": "object",
+            "required": ["message", "expect"],
+            "additionalProperties": False,
+            "properties": {
+                "message": {**text, "description": "The user's message, as typed."},
+                "history": ref("History"),
+                "expect": {"enum": ["skip", "correction", "follow_up", "substantive"],
+                           "description": "The kind the pack must give the message."},
+                "write": {"type": "boolean", "default": False,
+                          "description": "Append the case to the regressions file (needs --writable-corpus)."},
+            },
+        },
+        "Reloaded": {"allOf": [ref("PackStatus"), {"type": "object", "required": ["reloaded"],
+                                                    "properties": {"reloaded": {"type": "boolean"}}}]},
+    }
 
 
 def pack_files(pack, *, paths: bool = True) -> dict[str, Path]:
@@ -95,11 +226,15 @@ def pack_extras(service: Service, request: Request) -> dict:
             "editing": {"writable": service.settings.writable_pack}}
 
 
+@endpoint("GET", "/v1/pack", summary="The rule pack serving now", ok="PackStatus", statuses=(503,), schemas=schemas)
 async def pack_status(request: Request) -> Response:
     service = admit(request)
     return json_response(status_for(request, **pack_extras(service, request)))
 
 
+@endpoint("POST", "/v1/pack/reload",
+          summary=lambda keys: "Load the pack again; it serves only if it passes the acceptance gate"
+          + (ADMIN if keys else ""), ok="Reloaded", statuses=(422, 503), schemas=schemas)
 async def pack_reload(request: Request) -> Response:
     manager = admit(request, admin=True).packs
     changed = await asyncio.get_running_loop().run_in_executor(None, manager.reload)
@@ -111,30 +246,8 @@ async def pack_reload(request: Request) -> Response:
     return json_response({"reloaded": changed, **status})
 
 
-def shown_names(pack, files) -> dict[str, str]:
-    """How each of ``files`` (named as the loader names them) is named to people: a file of an installed pack (one
-    in an installed distribution: the bundled pack of a wheel, a pack installed with pip) from that pack's directory,
-    ``<installed pack cleo-en>/corrections.yaml``, as ``classify`` and ``check`` name it (a path into
-    site-packages says nothing to a reader); any other as it is."""
-    from ...resources import in_installed_distribution
-
-    roots = [(Path(where).resolve(), who) for where, who in
-             ((pack.path, pack.name), *((b.path, b.name) for b in pack.composition.bases))
-             if in_installed_distribution(where)]
-    out = {}
-    for name in files:
-        out[name] = name
-        if not roots:
-            continue
-        path = Path(name)
-        path = (path if path.is_absolute() else Path.cwd() / path).resolve()
-        for root, who in roots:
-            if root in path.parents:
-                out[name] = f"<installed pack {who}>/{path.relative_to(root).as_posix()}"
-                break
-    return out
-
-
+@endpoint("GET", "/v1/pack/rules", summary="Every rule of the pack serving now, with its file and line",
+          ok="PackRules", statuses=(503,), schemas=schemas)
 async def pack_rules(request: Request) -> Response:
     service = admit(request)
     pack = service.packs.pack
@@ -149,6 +262,10 @@ async def pack_rules(request: Request) -> Response:
                           **pack.composition.to_dict()})
 
 
+@endpoint("GET", "/v1/pack/source", summary="The lines of one of the pack's files (its manifest and rule files)",
+          ok="PackSource", statuses=(400, 404, 413, 503), schemas=schemas,
+          query=({"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
+                  "description": "The file as /v1/pack/rules names it to the same key (its `file`); no other name."},))
 async def pack_source(request: Request) -> Response:
     service = admit(request)
     pack = service.packs.pack
@@ -171,6 +288,10 @@ async def pack_source(request: Request) -> Response:
     return json_response({"file": name, "hash": pack.content_hash, "lines": text.splitlines()})
 
 
+@endpoint("POST", "/v1/pack/regressions",
+          summary=lambda keys: "A turn as a regressions case: its YAML, appended to the corpus beside the pack with "
+          "write=true (--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
+          body="RegressionRequest", ok="RegressionSaved", statuses=(400, 408, 409, 413, 415, 503), schemas=schemas)
 async def regressions(request: Request) -> Response:
     from ...corpus.regressions import regression_entry, save_regression
 
