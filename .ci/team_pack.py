@@ -146,8 +146,8 @@ def main():
     path = rules / "corrections.yaml"
     path.write_text(path.read_text(encoding="utf-8").replace("out of stock\\b'", "(?:out of stock|sold out)\\b'"),
                     encoding="utf-8")
-    manager.check()
-    check(manager.check() and manager.reloads == 1, f"the change was not loaded: {manager.last_error}")
+    manager.poll()
+    check(manager.poll() and manager.reloads == 1, f"the change was not loaded: {manager.last_error}")
     check(manager.classify("That one is sold out.").rule == "correction.out-of-stock", "the reloaded pack differs")
     check([b["name"] for b in manager.status()["bases"]] == ["cleo-en"], "the manager did not name the base")
     print(f"hot reload: {manager.pack.name} {manager.pack.version} ({manager.pack.content_hash}) after a change to "

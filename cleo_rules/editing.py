@@ -22,7 +22,7 @@ bases are not: the copy is judged at home where the pack is,
 :func:`~cleo_rules.pack.compose.judged_as`, so each base it names by a
 relative path, and theirs, is the very directory the pack is built on), and
 the copy is judged by the serving gate's own judgement
-(:func:`cleo_rules.runtime.judge`: compile, lints, the version range
+(:func:`cleo_rules.runtime.check_dir`: compile, lints, the version range
 required, every example and the corpus). Its problems, placed at
 ``file:line:col`` in the copy, are placed back at the real files. Only a pack
 with no error is written; warnings and notes (an open case to close) are
@@ -43,7 +43,7 @@ runtime's watcher and every reader see the old file or the new one, never a
 part. ``base``, the SHA-256 of the text the edit started from, guards
 against overwriting a change made meanwhile in another editor: when the file
 is another now, nothing is written (:class:`EditConflict`, E242). The gate's
-verdict is remembered by content (:func:`cleo_rules.runtime.judge`), so the
+verdict is remembered by content (:func:`cleo_rules.runtime.check_dir`), so the
 pack written is accepted by a :class:`~cleo_rules.runtime.PackManager` at
 once, without judging it again; and the pack judged is handed over with the
 edit (:attr:`Edit.accepted`), which a manager serving the pack's directory
@@ -70,7 +70,7 @@ from .errors import CleoError, Problem, UsageError
 from .reading.load import MANIFEST, MAX_FILE_BYTES, display, load_yaml, resolve_member
 
 if TYPE_CHECKING:
-    from .runtime import Acceptance
+    from .runtime import CheckedPack
 
 __all__ = ["Edit", "EditConflict", "PackFile", "edit_file", "editable_files", "read_file", "refuse_unwritable", "warm"]
 
@@ -120,7 +120,7 @@ class Edit:
     sha256: str
     pack: dict | None = None
     rebuilt: tuple[str, ...] = ()
-    accepted: Acceptance | None = field(default=None, compare=False, repr=False)
+    accepted: CheckedPack | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -285,7 +285,7 @@ class _Judged:
     problems: list[Problem]
     pack: dict | None
     generated: dict[Path, bytes | None]
-    accepted: Acceptance | None = None
+    accepted: CheckedPack | None = None
 
 
 def _schemas_beside(real_corpus: Path, staged_corpus: Path) -> None:
@@ -332,7 +332,7 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
     when it does not compile) and the generated files rebuilt."""
     from .pack.cache import written_later
     from .pack.compose import judged_as
-    from .runtime import judge_accepting
+    from .runtime import check_for_adoption
 
     root = _root(pack_dir)
     try:
@@ -340,7 +340,7 @@ def _judged(pack_dir: Path, target: PackFile, data: bytes, require, rebuild: boo
         # the cache's entries are written once the editing pauses, off the request's path
         with judged_as(staged_pack, pack_dir), written_later():
             generated = _rebuild(staged_pack, staged_corpus, corpus_dir_of(pack_dir)) if rebuild else {}
-            result, accepted = judge_accepting(staged_pack, require=require)
+            result, accepted = check_for_adoption(staged_pack, require=require)
         found = result.errors()  # what the gate refuses a pack for, as it says it
         if result.error is not None:
             found += [p for p in result.error.problems if p.severity != "error"]

@@ -1,18 +1,18 @@
 """Serving rule packs in a long-running process: versions, hot reload, bad packs that never win.
 
 :class:`PackManager` holds the compiled pack that answers every request and
-swaps in a new one only after it passes :func:`accept`, the single gate:
+swaps in a new one only after it passes :func:`load_checked`, the single gate:
 
 1. load: plain YAML only, bounded files, schema, lints (including
    catastrophic patterns), compile (:func:`~cleo_rules.pack.compile.load_pack`);
 2. the version range the runtime requires, if any;
-3. the one verdict (:func:`cleo_rules.verify.verify`): every example,
+3. the one verdict (:func:`cleo_rules.pack_check.check_compiled`): every example,
    counterexample and request form of every rule, and the pack's own
    checked-in corpus (``corpus/`` beside the pack directory, when it has one).
-   Without a corpus only the examples judge the pack (a rule file cut short
+   Without a corpus only the examples check the pack (a rule file cut short
    at a rule boundary still passes): :meth:`PackManager.status` and the log
    say so (:data:`NO_CORPUS`). An acceptance is remembered by the content of
-   every file judged, so the same pack and corpus start serving at once.
+   every file checked, so the same pack and corpus start serving at once.
 
 A pack that fails any step is rejected: the reasons are logged on the
 ``cleo_rules`` logger, kept in :attr:`PackManager.last_error`, and the
@@ -21,15 +21,15 @@ fully built, immutable :class:`~cleo_rules.pack.model.Pack`, and every
 call reads that reference once, so a request is answered wholly by one pack
 and its decision names that pack's version and content hash.
 
-A pack the gate judged elsewhere (an edit judged in a copy of the pack's
+A pack the gate checked elsewhere (an edit checked in a copy of the pack's
 directory: :mod:`cleo_rules.editing`) is served by
-:meth:`PackManager.adopt` when the directory holds the very files judged,
-as loading them would give it, without compiling or judging it again.
+:meth:`PackManager.adopt` when the directory holds the very files checked,
+as loading them would give it, without compiling or checking it again.
 
 Reload by calling :meth:`PackManager.reload`, or let the manager poll the
 pack directory and its corpus (:meth:`PackManager.watch`; no extra
 dependency), and those of every directory the pack is built on
-(``extends:``, :mod:`cleo_rules.pack.compose`); the gate judges the composed
+(``extends:``, :mod:`cleo_rules.pack.compose`); the gate checks the composed
 pack whole, with the corpus of each base::
 
     with PackManager("rules/", require=">=1.0,<2", watch=True, interval=1.0) as packs:
@@ -54,12 +54,12 @@ from .pack.compile import load_pack
 from .pack.compose import base_dirs, directory_bases
 from .reading.load import MANIFEST, load_yaml, resolve_member
 from .pack.model import Pack
-from .pack.sources import VersionRange, check_pack_version, resolve_pack
-from .verify import PackCheck, check, verify
+from .pack.discovery import VersionRange, check_pack_version, resolve_pack
+from .pack_check import PackCheck, check, check_compiled
 
 log = logging.getLogger("cleo_rules")
 
-__all__ = ["Acceptance", "PackManager", "accept", "fingerprint", "judge", "judge_accepting"]
+__all__ = ["CheckedPack", "PackManager", "check_dir", "check_for_adoption", "fingerprint", "load_checked"]
 
 #: files whose content makes up a pack on disk (rule files, manifest, corpus)
 WATCHED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -73,11 +73,11 @@ NO_CORPUS = "no corpus: the gate ran the examples only"
 # --------------------------------------------------------------------------
 
 
-def accept(pack_dir, *, require=None) -> Pack:
+def load_checked(pack_dir, *, require=None) -> Pack:
     """Load ``pack_dir`` and return the compiled pack only if it may serve.
 
     Validates, lints and compiles, checks ``require`` (a version range such
-    as ``">=1.0,<2"``), then judges the pack with :func:`cleo_rules.verify.verify`:
+    as ``">=1.0,<2"``), then checks the pack with :func:`cleo_rules.pack_check.check_compiled`:
     every example, counterexample and request form, and the pack's corpus
     (``corpus/`` beside the pack directory, when there is one): any failing
     example or case, stale generated file or corpus problem rejects the pack.
@@ -96,55 +96,55 @@ def accept(pack_dir, *, require=None) -> Pack:
     if store is not None and _verdict_key(pack_dir) == before:  # the pack loaded is the one keyed
         if store.read(str(before), kind="gate") == {"accepted": pack.content_hash}:
             return pack
-    errors = verify(pack).errors()
+    errors = check_compiled(pack).errors()
     if errors:
         raise PackError(errors, pack=str(pack_dir))
     _remember(store, before, pack_dir, pack)
     return pack
 
 
-def judge(pack_dir, *, require=None) -> PackCheck:
-    """The gate's whole verdict on ``pack_dir``, as :func:`cleo_rules.verify.check` gives it.
+def check_dir(pack_dir, *, require=None) -> PackCheck:
+    """The gate's whole check of ``pack_dir``, as :func:`cleo_rules.pack_check.check` gives it.
 
-    The same judgement as :func:`accept` (compile, ``require``, examples and
+    The same check as :func:`load_checked` (compile, ``require``, examples and
     corpus), with everything it found, warnings and open corpus cases too;
-    :meth:`~cleo_rules.verify.PackCheck.as_error` is what :func:`accept`
-    would raise. A pack that passes is remembered as :func:`accept` remembers
+    :meth:`~cleo_rules.pack_check.PackCheck.as_error` is what :func:`load_checked`
+    would raise. A pack that passes is remembered as :func:`load_checked` remembers
     it, under a key over the files' contents, not where they are: the same
     files accepted later, from any directory, start serving at once (what
     the playground's editing does: :mod:`cleo_rules.editing`).
     """
-    return judge_accepting(pack_dir, require=require)[0]
+    return check_for_adoption(pack_dir, require=require)[0]
 
 
 @dataclass(frozen=True)
-class Acceptance:
-    """A pack the gate accepted, as it was judged (``pack``, compiled where it was judged), and ``key``, the verdict
-    key of the files it was judged from (the pack's and every corpus file's content): what
+class CheckedPack:
+    """A pack whose check passed, as it was checked (``pack``, compiled where it was checked), and ``key``, the verdict
+    key of the files it was checked from (the pack's and every corpus file's content): what
     :meth:`PackManager.adopt` serves from a directory holding those very files."""
 
     pack: Pack
     key: str
 
 
-def judge_accepting(pack_dir, *, require=None) -> tuple[PackCheck, Acceptance | None]:
-    """:func:`judge`, and the :class:`Acceptance` of the pack when it passes (None when it does not, or when its
-    files cannot be vouched for, or changed while it was judged)."""
+def check_for_adoption(pack_dir, *, require=None) -> tuple[PackCheck, CheckedPack | None]:
+    """:func:`check_dir`, and the :class:`CheckedPack` of the pack when it passes (None when it does not, or when its
+    files cannot be vouched for, or changed while it was checked)."""
     before = _verdict_key(pack_dir)
     result = check(Path(pack_dir), require=str(require) if require is not None else None)
     if not (result.ok and result.pack is not None and before is not None):
         return result, None
     if not _remember(cache.Store.open(), before, pack_dir, result.pack):
         return result, None
-    return result, Acceptance(result.pack, before)
+    return result, CheckedPack(result.pack, before)
 
 
 def _remember(store, before: str | None, pack_dir, pack: Pack) -> bool:
     """Keep the gate's acceptance of ``pack`` under ``before``, its verdict key, unless the files changed while it
-    was judged (then nothing is kept); whether they are the files judged."""
+    was checked (then nothing is kept); whether they are the files checked."""
     if before is None or _verdict_key(pack_dir) != before:
         return False
-    if store is not None:  # at once, even while an edit is judged (a few bytes): the files are served on it
+    if store is not None:  # at once, even while an edit is checked (a few bytes): the files are served on it
         try:
             store.write(str(before), {"accepted": pack.content_hash}, kind="gate")
         except OSError:
@@ -155,7 +155,7 @@ def _remember(store, before: str | None, pack_dir, pack: Pack) -> bool:
 def _verdict_key(pack_dir) -> str | None:
     """What the gate's verdict on the pack in ``pack_dir`` rests on, as a cache key: every input of the compiled
     pack (:func:`cleo_rules.pack.cache.key`) and every file of its corpus; None when one cannot be vouched for
-    (a link, a file that cannot be read or is over the size bound: the gate then judges it, and says why)."""
+    (a link, a file that cannot be read or is over the size bound: the gate then checks it, and says why)."""
     path = Path(pack_dir)
     manifest = path / MANIFEST if path.is_dir() else path
     if resolve_member(manifest.parent, manifest.name) is None:
@@ -307,7 +307,7 @@ class _Serving:
 class PackManager:
     """Holds the serving pack and swaps in a new one atomically once it is accepted.
 
-    ``source`` is a pack directory, the name of an installed pack, or None
+    ``spec`` is a pack directory, the name of an installed pack, or None
     for the bundled pack. ``require`` is a version range every pack must
     satisfy. ``watch=True`` starts polling the directory every ``interval``
     seconds. ``cache_size`` accepted packs are remembered by fingerprint, so
@@ -320,8 +320,8 @@ class PackManager:
     :attr:`rejections` (packs refused).
     """
 
-    def __init__(self, source=None, *, require=None, watch: bool = False, interval: float = 1.0,
-                 cache_size: int = 4, gate=accept):
+    def __init__(self, spec=None, *, require=None, watch: bool = False, interval: float = 1.0,
+                 cache_size: int = 4, gate=load_checked):
         self._require = VersionRange.parse(require) if require is not None else None
         self._gate = gate
         self._lock = threading.RLock()  # one reload at a time; readers never take it
@@ -335,7 +335,7 @@ class PackManager:
         self.last_error: CleoError | None = None
         self.reloads = 0
         self.rejections = 0
-        pack_dir = resolve_pack(source)
+        pack_dir = resolve_pack(spec)
         try:
             pack, fp = self._load(pack_dir)
         except _Refusal as refusal:
@@ -369,7 +369,7 @@ class PackManager:
         return self._serving.pack.explain(message, history)
 
     def status(self) -> dict:
-        """What serves and how it was judged: ``corpus`` is the corpus directory the gate ran (None: there is
+        """What serves and how it was checked: ``corpus`` is the corpus directory the gate ran (None: there is
         none, and ``gate`` says :data:`NO_CORPUS`)."""
         serving = self._serving
         corpus = corpus_dir_of(serving.pack_dir)
@@ -388,7 +388,7 @@ class PackManager:
 
     def _fingerprint(self, pack_dir: Path) -> str:
         """The pack's files and, when it has one, its corpus's, and so of each directory it is built on (an
-        installed base changes only when it is installed again): a change to any is judged again."""
+        installed base changes only when it is installed again): a change to any is checked again."""
         fp = fingerprint(pack_dir, _cache=self._hashes)
         if fp == "missing":
             return fp
@@ -417,7 +417,7 @@ class PackManager:
                 return self._cache[key], before
             try:
                 pack = self._gate(pack_dir, require=self._require)
-            except Exception as exc:  # noqa: BLE001 - judged below; nothing may stop the old pack serving
+            except Exception as exc:  # noqa: BLE001 - checked below; nothing may stop the old pack serving
                 if self._fingerprint(pack_dir) != before:
                     continue  # a half-written change, not a verdict on the pack
                 raise _Refusal(exc, before) from exc
@@ -431,8 +431,8 @@ class PackManager:
         raise _Refusal(CleoError(f"the files of rule pack {pack_dir} kept changing while it was loading; "
                                  f"it is tried again once they are saved"), None)
 
-    def reload(self, source=None, *, strict: bool = False) -> bool:
-        """Load the pack again (or the pack ``source`` names) and swap it in if it is accepted.
+    def reload(self, spec=None, *, strict: bool = False) -> bool:
+        """Load the pack again (or the pack ``spec`` names) and swap it in if it is accepted.
 
         Returns True when a different pack now serves, False when the pack
         was refused or is the one already serving. A refused pack is logged
@@ -443,16 +443,16 @@ class PackManager:
             old = self._serving
             pack_dir = old.pack_dir
             try:
-                if source is not None:
-                    pack_dir = resolve_pack(source)
+                if spec is not None:
+                    pack_dir = resolve_pack(spec)
                 pack, fp = self._load(pack_dir)
             except _Refusal as refusal:
                 self._refuse(old, pack_dir, refusal.error, refusal.fingerprint)
                 if strict:
                     raise refusal.error from None
                 return False
-            except CleoError as exc:  # the source names no pack
-                self._refuse(old, source, exc, None)
+            except CleoError as exc:  # the spec names no pack
+                self._refuse(old, spec, exc, None)
                 if strict:
                     raise
                 return False
@@ -471,9 +471,9 @@ class PackManager:
                  _gate_note(pack_dir))
         return True
 
-    def adopt(self, accepted: Acceptance) -> bool:
-        """Serve the pack of ``accepted`` (judged in a copy of the serving directory: the playground's editing)
-        when the serving directory's files are now the very files it was judged from, as :meth:`reload` would
+    def adopt(self, accepted: CheckedPack) -> bool:
+        """Serve the pack of ``accepted`` (checked in a copy of the serving directory: the playground's editing)
+        when the serving directory's files are now the very files it was checked from, as :meth:`reload` would
         serve them, without compiling or reading them again (:func:`cleo_rules.pack.cache.relocate`); otherwise
         :meth:`reload`. Returns what :meth:`reload` returns."""
         with self._lock:
@@ -505,7 +505,7 @@ class PackManager:
 
     # -- watching ----------------------------------------------------------
 
-    def check(self) -> bool:
+    def poll(self) -> bool:
         """One poll: reload if the serving directory's files changed and have settled.
 
         A change is loaded once two polls in a row see the same files, so a
@@ -537,14 +537,14 @@ class PackManager:
             if self.watching:
                 return
             self._stop.clear()
-            self._thread = threading.Thread(target=self._poll, args=(interval,), name="cleo-rules-pack-watch",
+            self._thread = threading.Thread(target=self._watch_loop, args=(interval,), name="cleo-rules-pack-watch",
                                             daemon=True)
             self._thread.start()
 
-    def _poll(self, interval: float) -> None:
+    def _watch_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
             try:
-                self.check()
+                self.poll()
             except Exception:  # noqa: BLE001 - the watcher must outlive any one bad poll
                 log.exception("rule pack watcher: poll failed; still serving %s", self._serving.pack)
 

@@ -23,8 +23,8 @@ from cleo_rules.editing import EditConflict, edit_file, editable_files, read_fil
 from cleo_rules.errors import UsageError
 from cleo_rules.reading.load import MAX_FILE_BYTES
 from cleo_rules.resources import rules_dir
-from cleo_rules.runtime import PackManager, accept
-from cleo_rules.verify import check
+from cleo_rules.runtime import PackManager, load_checked
+from cleo_rules.pack_check import check
 
 FOLLOW_UPS = "rules/follow_ups.yaml"
 
@@ -123,8 +123,8 @@ def test_an_edit_that_passes_is_written_whole_with_its_mode_and_served_without_j
         ["pack.yaml", "vocabulary.yaml", "corrections.yaml", "follow_ups.yaml", "slots.yaml"])  # no temporary file
     assert staging_dirs() == staged_before  # the copy it was judged in is gone
     # the gate's verdict on these very files is remembered: the runtime accepts the pack without judging it again
-    monkeypatch.setattr(runtime, "verify", lambda *a, **k: pytest.fail("the pack was judged again"))
-    assert accept(team / "rules").content_hash == edit.pack["hash"]
+    monkeypatch.setattr(runtime, "check_compiled", lambda *a, **k: pytest.fail("the pack was judged again"))
+    assert load_checked(team / "rules").content_hash == edit.pack["hash"]
     with PackManager(team / "rules") as manager:
         assert manager.classify("Could you bring me more?").rule == "follow_up.tell-me-more"
 
@@ -185,8 +185,8 @@ def test_a_limit_edit_builds_the_generated_corpus_again_with_it_when_asked(team,
                for line in ((generated / Path(name).name).read_text().splitlines()[0] for name in changed))
     again = build_corpus(load_pack(team / "rules"))
     assert again.written == [] and again.removed == [] and check(team / "rules").ok
-    monkeypatch.setattr(runtime, "verify", lambda *a, **k: pytest.fail("the pack was judged again"))
-    assert accept(team / "rules").content_hash == done.pack["hash"]
+    monkeypatch.setattr(runtime, "check_compiled", lambda *a, **k: pytest.fail("the pack was judged again"))
+    assert load_checked(team / "rules").content_hash == done.pack["hash"]
 
 
 # -- an edit that does not pass ---------------------------------------------------------------------------------------
@@ -270,13 +270,13 @@ def test_a_change_made_meanwhile_is_never_overwritten(team, monkeypatch):
     assert path.read_text(encoding="utf-8") == text + "# saved in another editor\n"
     # saved while the pack was being judged: the check just before writing sees it
     text, sha = read_file(team / "rules", FOLLOW_UPS)
-    judge = runtime.judge_accepting
+    judge = runtime.check_for_adoption
 
     def judged_while_saved(*args, **kwargs):
         path.write_text(text + "# saved while judging\n", encoding="utf-8")
         return judge(*args, **kwargs)
 
-    monkeypatch.setattr(runtime, "judge_accepting", judged_while_saved)
+    monkeypatch.setattr(runtime, "check_for_adoption", judged_while_saved)
     with pytest.raises(EditConflict):
         edit_file(team / "rules", FOLLOW_UPS, text + "# mine\n", base=sha)
     assert path.read_text(encoding="utf-8") == text + "# saved while judging\n"

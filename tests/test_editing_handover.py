@@ -98,18 +98,18 @@ def loaded_afresh(pack_dir: Path, monkeypatch):
 def spied(monkeypatch):
     """Every compile and every verdict run, by the pack's name."""
     calls: list[str] = []
-    real_compile, real_verify = compile_module._compile, runtime.verify
+    real_compile, real_check = compile_module._compile, runtime.check_compiled
 
     def compiling(path):
         calls.append(f"compile {path}")
         return real_compile(path)
 
-    def verifying(pack, *args, **kwargs):
-        calls.append(f"verify {pack.name}")
-        return real_verify(pack, *args, **kwargs)
+    def checking(pack, *args, **kwargs):
+        calls.append(f"check {pack.name}")
+        return real_check(pack, *args, **kwargs)
 
     monkeypatch.setattr(compile_module, "_compile", compiling)
-    monkeypatch.setattr(runtime, "verify", verifying)
+    monkeypatch.setattr(runtime, "check_compiled", checking)
     return calls
 
 
@@ -187,7 +187,7 @@ def test_the_files_changed_after_the_edit_are_loaded_as_they_are(tmp_path, cache
     (pack_dir.parent / name).write_text(edited(text, name, 2), encoding="utf-8")  # saved again meanwhile
     spied.clear()
     assert manager.adopt(edit.accepted) is True
-    assert any(call.startswith("verify") for call in spied)  # loaded and judged as reload does
+    assert any(call.startswith("check") for call in spied)  # loaded and judged as reload does
     fresh = loaded_afresh(pack_dir, monkeypatch)
     assert edit.pack is not None and manager.pack.content_hash == fresh.content_hash != edit.pack["hash"]
     same_pack(manager.pack, fresh)

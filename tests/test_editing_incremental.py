@@ -26,7 +26,7 @@ from cleo_rules.reading import load
 from cleo_rules.pack.compile import _compile, compile_pack
 from cleo_rules.reading.validate import find_schema_problems
 from cleo_rules.resources import rules_dir
-from cleo_rules.verify import check
+from cleo_rules.pack_check import check
 
 FOLLOW_UPS = "rules/follow_ups.yaml"
 

@@ -30,7 +30,7 @@ from cleo_rules.kinds import DecisionKind
 from cleo_rules.matcher import Matcher
 from cleo_rules.reading.load import display
 from cleo_rules.pack.model import Pack, PatternRule, VocabSet
-from cleo_rules.pack.sources import find_pack
+from cleo_rules.pack.discovery import find_pack
 from cleo_rules.prefilter import words_of_tokens
 from cleo_rules.resources import rules_dir
 from cleo_rules.text import normalize, word_pattern

@@ -19,7 +19,7 @@ import pytest
 from cleo_rules import load_pack
 from cleo_rules.errors import CleoError, PackError, PackNotFound, PackVersionError, Problem
 from cleo_rules import runtime
-from cleo_rules.runtime import PackManager, accept, fingerprint
+from cleo_rules.runtime import PackManager, load_checked, fingerprint
 
 from helpers.runtime import HISTORY, MESSAGES, VERSIONS, edit, expected_decisions, hammer
 
@@ -160,7 +160,7 @@ def test_unexpected_failure_in_the_gate_keeps_the_old_pack(pack_dir, caplog):
         calls.append(path)
         if len(calls) > 1:
             raise RuntimeError("disk on fire")
-        return accept(path, require=require)
+        return load_checked(path, require=require)
 
     m = PackManager(pack_dir, gate=gate, cache_size=0)
     assert m.reload() is False
@@ -201,7 +201,7 @@ def test_accept_runs_the_pack_corpus_beside_it(pack_dir):
     m = PackManager(pack_dir)
     corpus = write_corpus(pack_dir, WRONG_CASE)
     with pytest.raises(PackError) as info:
-        accept(pack_dir)
+        load_checked(pack_dir)
     failing = [p for p in info.value.problems if p.code == "E230"]
     assert [p.rule for p in failing] == ["vocab.choice"] and failing[0].file.endswith("regressions.yaml")
     assert failing[0].line == 3  # the case starts on the third line
@@ -216,7 +216,7 @@ def test_corpus_runner_absent_means_examples_are_the_gate(pack_dir):
     # every pack's examples, counterexamples and request forms are checked by load_pack
     edit(pack_dir / "vocabulary.yaml", '"Go with the other one."]', '"Go with the other one.", "Pick a card."]')
     with pytest.raises(PackError) as info:
-        accept(pack_dir)
+        load_checked(pack_dir)
     assert info.value.problems[0].code == "E134"
 
 
@@ -229,7 +229,7 @@ def test_files_changing_during_a_load_are_not_served_half_way(pack_dir):
 
     def gate(path, *, require=None):
         state["n"] += 1
-        pack = accept(path, require=require)
+        pack = load_checked(path, require=require)
         if state["n"] == 2:  # the first reload: a second file lands mid-load
             replace_pack(pack_dir, "2.0.0")
         return pack
@@ -289,16 +289,16 @@ def test_watcher_ignores_a_touch(pack_dir):
     real = m._gate
     m._gate = lambda path, require=None: calls.append(path) or real(path, require=require)
     os.utime(pack_dir / "vocabulary.yaml")
-    assert m.check() is False and m.check() is False
+    assert m.poll() is False and m.poll() is False
     assert calls == []
 
 
 def test_a_change_loads_once_it_has_settled(pack_dir):
     m = PackManager(pack_dir)
     replace_pack(pack_dir, "1.1.0")
-    assert m.check() is False          # first sight of the change
+    assert m.poll() is False          # first sight of the change
     assert m.pack.version == "1.0.0"
-    assert m.check() is True           # unchanged since: load it
+    assert m.poll() is True           # unchanged since: load it
     assert m.pack.version == "1.1.0"
 
 

@@ -16,7 +16,7 @@ import regex
 from cleo_rules.errors import PackError
 from cleo_rules.resources import rules_dir
 from cleo_rules.corpus import corpus_dir_of
-from cleo_rules.runtime import PackManager, accept
+from cleo_rules.runtime import PackManager, load_checked
 
 from helpers.runtime import WRONG_CASE
 
@@ -69,7 +69,7 @@ def test_the_corpus_beside_the_pack_is_found(pack_dir):
 
 
 def test_the_bundled_pack_passes_its_corpus(pack_dir):
-    assert accept(pack_dir).name == "cleo-en"
+    assert load_checked(pack_dir).name == "cleo-en"
 
 
 def test_a_failing_case_rejects_the_pack_and_names_the_case(pack_dir):
@@ -78,7 +78,7 @@ def test_a_failing_case_rejects_the_pack_and_names_the_case(pack_dir):
     with open(regressions, "a") as fh:
         fh.write(WRONG_CASE)
     with pytest.raises(PackError) as info:
-        accept(pack_dir)
+        load_checked(pack_dir)
     failing = [p for p in info.value.problems if p.code == "E230"]
     assert len(failing) == 1
     p = failing[0]
@@ -112,8 +112,8 @@ def test_fixing_the_corpus_is_noticed_by_the_watcher(pack_dir):
     good = regressions.read_text()
     regressions.write_text(good + WRONG_CASE)
     assert m.reload() is False and m.rejections == 1
-    assert m.check() is False and m.check() is False  # the refused state is not tried again
+    assert m.poll() is False and m.poll() is False  # the refused state is not tried again
     assert m.rejections == 1
     regressions.write_text(good)  # back to what is serving: nothing to load, nothing wrong
-    assert m.check() is False
+    assert m.poll() is False
     assert m.last_error is None and m.rejections == 1 and m.reloads == 0

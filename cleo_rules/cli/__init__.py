@@ -69,7 +69,7 @@ def versions() -> list[str]:
     """What ``cleo-rules --version`` prints: the package's version, then the bundled pack's (from its manifest)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..pack.sources import pack_info
+    from ..pack.discovery import pack_info
     from ..resources import rules_dir
 
     try:

@@ -83,8 +83,8 @@ history_option = click.option(
 
 
 def find(spec):
-    """The pack a command uses (:func:`cleo_rules.pack.sources.find_pack`)."""
-    from ..pack.sources import find_pack
+    """The pack a command uses (:func:`cleo_rules.pack.discovery.find_pack`)."""
+    from ..pack.discovery import find_pack
 
     return find_pack(spec)
 
@@ -147,7 +147,7 @@ def composition_lines(pack) -> list[str]:
 
 
 def pack_record(pack, found) -> dict:
-    """The pack used, for ``--json`` (:meth:`~cleo_rules.pack.sources.FoundPack.record`)."""
+    """The pack used, for ``--json`` (:meth:`~cleo_rules.pack.discovery.FoundPack.record`)."""
     return found.record(pack)
 
 

@@ -106,7 +106,7 @@ def check(pack, corpus_dir, outputs, show_all):
       cleo-rules corpus check rules/ --json > corpus-report.json
       cleo-rules corpus check --junit-output corpus.xml
     """
-    from ..verify import check as check_pack
+    from ..pack_check import check as check_pack
 
     # the corpus always runs (a missing one is a finding), and its report shows the pack's own examples too
     result = check_pack(find(pack), corpus_dir, corpus_required=True)
@@ -141,7 +141,7 @@ def diff(old_pack, new_pack, jsonl, corpus_dir, as_json, exit_code):
     """
     from ..corpus.diff import diff_packs, pack_dir
     from ..pack.compile import compile_pack
-    from ..pack.sources import find_pack
+    from ..pack.discovery import find_pack
 
     if new_pack is None:
         found_new = find(None)

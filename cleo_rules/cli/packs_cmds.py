@@ -23,10 +23,10 @@ def _source(info) -> str:
 def _status(info, require) -> tuple[bool, str, str | None]:
     """Judge one pack as ``cleo-rules check`` and the serving gate do: ``(ok, status text, hash)``.
 
-    :func:`cleo_rules.verify.check`: compiled, its version checked, then its
+    :func:`cleo_rules.pack_check.check`: compiled, its version checked, then its
     examples and its corpus (when it has one beside it) judged.
     """
-    from ..verify import check
+    from ..pack_check import check
 
     try:
         result = check(info.path, require=require)
@@ -73,7 +73,7 @@ def packs(directories, require, check_, as_json):
       cleo-rules packs --check --require '^1.0'
       cleo-rules packs ./my-pack --json
     """
-    from ..pack.sources import VersionRange, available_packs, pack_info, resolve_pack
+    from ..pack.discovery import VersionRange, available_packs, pack_info, resolve_pack
 
     wanted = VersionRange.parse(require) if require is not None else None
     infos = available_packs()

@@ -57,7 +57,7 @@ def playground(pack, port, writable_corpus, writable_pack, watch_interval, keys,
       cleo-rules playground --keys keys.txt --new-key '*'
       cleo-rules playground --pack rules/ --writable-pack --keys keys.txt
     """
-    from ..pack.sources import find_pack
+    from ..pack.discovery import find_pack
     from ..serve.settings import ServeSettings
 
     if new_key is not None:

@@ -28,7 +28,7 @@ def _version() -> str:
 
 def check_report(result, fmt: str, command: str = "check", *, max_shown: int = 20, every: bool = False) \
         -> list[Piece]:
-    """A :class:`~cleo_rules.verify.PackCheck` in ``fmt``, as ``check`` (or ``corpus check``) shows it: the
+    """A :class:`~cleo_rules.pack_check.PackCheck` in ``fmt``, as ``check`` (or ``corpus check``) shows it: the
     parts of the report, each with whether it goes to stderr when printed."""
     if fmt == "json":
         doc = result.to_dict() if command == "check" else result.corpus_dict()
@@ -167,7 +167,7 @@ def check(pack_dir, outputs, corpus_dir, no_corpus, every):
       cleo-rules check --sarif-output cleo-rules.sarif --junit-output cleo-rules.xml
       cleo-rules check --format sarif -o cleo-rules.sarif
     """
-    from ..verify import check as check_pack
+    from ..pack_check import check as check_pack
 
     # examples are judged after compiling, so the corpus still runs and one check shows everything a change broke
     result = check_pack(find(pack_dir), corpus_dir, corpus=not no_corpus)
@@ -218,7 +218,7 @@ def _record(decision, found=None) -> dict:
     d.pop("message", None)
     if found is not None:
         d["pack_path"] = found.to_dict()["path"]
-        d["pack_found_by"] = found.source
+        d["pack_found_by"] = found.found_by
     return d
 
 

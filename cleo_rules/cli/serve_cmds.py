@@ -147,7 +147,7 @@ def serve(pack, require, memory, model, host, port, keys, new_key, access_log, w
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if pack is not None:
-        from ..pack.sources import resolve_pack
+        from ..pack.discovery import resolve_pack
 
         resolve_pack(pack)  # a pack that is not there at all is an error now, not a service that never gets ready
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

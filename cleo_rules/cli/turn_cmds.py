@@ -30,7 +30,7 @@ from .db_option import db_option, open_store
 
 
 def _load_pack(pack):
-    """``(pack, found)``: the pack a command uses (see :func:`cleo_rules.pack.sources.find_pack`)."""
+    """``(pack, found)``: the pack a command uses (see :func:`cleo_rules.pack.discovery.find_pack`)."""
     from ..pack.compile import compile_pack
 
     found = find(pack)

@@ -184,7 +184,7 @@ def _header(target: Path) -> str:
 
 
 def _refuse_installed(pack, target: Path) -> None:
-    from ..pack.sources import display
+    from ..pack.discovery import display
     from ..resources import inside_package
 
     if inside_package(target):

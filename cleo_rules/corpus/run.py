@@ -242,7 +242,7 @@ def run_corpus(pack, corpus_dir=None, *, base=None) -> Report:
     ``base``, a :class:`~cleo_rules.pack.model.Base` of a composed pack, runs
     that base's corpus (default: beside the base) against the composed pack,
     for the base's rules. The pack's own examples are not judged here:
-    :func:`cleo_rules.verify.verify` joins both into one verdict.
+    :func:`cleo_rules.pack_check.check_compiled` joins both into one verdict.
     """
     if corpus_dir is None:
         corpus_dir = default_corpus_dir(pack) if base is None else cfiles.corpus_dir_of(base.path)

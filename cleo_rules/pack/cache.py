@@ -22,7 +22,7 @@ compiler, as without a cache; a pack that does not compile is never written.
 **An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
 nothing that can run code); the corpus its templates generate, under the
 same key (:mod:`cleo_rules.corpus.cases_cache`); or the serving gate's acceptance
-of a pack and its corpus (:func:`cleo_rules.runtime.accept`, whose key adds
+of a pack and its corpus (:func:`cleo_rules.runtime.load_checked`, whose key adds
 every corpus file). Each is written to a temporary file in the directory and
 renamed over the entry (``os.replace``), so a reader sees a whole entry or
 none, whatever other processes do. Each entry carries an HMAC-SHA256 of its

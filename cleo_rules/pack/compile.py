@@ -24,7 +24,7 @@ from ..resources import rules_dir
 from . import cache, compose
 from .examples import find_example_problems
 from .model import DEFAULT_CONTEXT, NOTHING, Base, Composition, Pack, PackSettings, name_packs
-from .sources import check_pack_version, resolve_pack
+from .discovery import check_pack_version, resolve_pack
 from .templates import lint_combine, lint_context
 
 __all__ = ["compile_pack", "compile_with_examples", "load_pack"]

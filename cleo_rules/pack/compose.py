@@ -47,7 +47,7 @@ from ..errors import PackNotFound, Problem
 from ..reading.load import MANIFEST, LoadedFile, display, load_yaml, pointer_join
 from ..resources import rules_dir
 from .model import LeftOut
-from .sources import Version, VersionRange, VersionRangeError, available_packs, resolve_name
+from .discovery import Version, VersionRange, VersionRangeError, available_packs, resolve_name
 
 __all__ = ["BUNDLED_PACK", "MAX_PACKS", "Declared", "Layer", "Plan", "Ref", "base_dir", "base_dirs", "directory_bases",
            "home_of", "judged_as", "layers", "plan", "read_refs"]

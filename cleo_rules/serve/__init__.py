@@ -70,7 +70,7 @@ def run(settings: ServeSettings, *, on_listening=None) -> None:
                          f"{settings.host}; give --keys FILE to let other machines in")
     if settings.writable_pack:  # a bundled or installed pack is never edited: refused before anything starts
         from ..editing import refuse_unwritable
-        from ..pack.sources import resolve_pack
+        from ..pack.discovery import resolve_pack
 
         refuse_unwritable(resolve_pack(settings.pack))
     from .server import serve

@@ -190,7 +190,7 @@ class Service:
 
     def _rejected(self, exc: Exception, interval: float) -> None:
         """Note a pack that cannot serve, then wait until its files change (or the service stops)."""
-        from ..pack.sources import resolve_pack
+        from ..pack.discovery import resolve_pack
         from ..runtime import fingerprint
 
         self.pack_error = exc if isinstance(exc, CleoError) else CleoError(f"{type(exc).__name__}: {exc}")

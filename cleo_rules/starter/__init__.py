@@ -69,7 +69,7 @@ class InitResult:
 
 def _base_range() -> str:
     """The versions of the bundled pack a new pack is written for: ``^MAJOR.MINOR`` of the one installed."""
-    from ..pack.sources import Version, pack_info
+    from ..pack.discovery import Version, pack_info
     from ..resources import rules_dir
 
     v = Version.parse(pack_info(rules_dir()).version)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from cleo_rules import load_pack
 from cleo_rules.cli import cli, main
-from cleo_rules.pack.sources import GROUP
+from cleo_rules.pack.discovery import GROUP
 from cleo_rules.resources import rules_dir
 
 from helpers import PACKS

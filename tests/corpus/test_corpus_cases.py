@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cleo_rules import load_pack
-from cleo_rules.verify import verify
+from cleo_rules.pack_check import check_compiled
 from cleo_rules.corpus.model import CROSS, HAND
 
 PACK = load_pack(check_examples=False)
@@ -18,7 +18,7 @@ RULES = [r.id for r in PACK.rules + PACK.referent_rules]
 
 @pytest.fixture(scope="module")
 def report():
-    return verify(PACK).corpus_view()
+    return check_compiled(PACK).corpus_view()
 
 
 @pytest.mark.parametrize("rule_id", RULES)

@@ -25,8 +25,8 @@ from cleo_rules.corpus import run_corpus
 from cleo_rules.corpus.regressions import regression_entry, render_entry, save_regression
 from cleo_rules.errors import CleoError, PackError
 from cleo_rules.reading.load import MAX_FILE_BYTES
-from cleo_rules.runtime import PackManager, accept
-from cleo_rules.verify import check
+from cleo_rules.runtime import PackManager, load_checked
+from cleo_rules.pack_check import check
 
 #: a reply to the starter pack's question that a designer wants searched as a follow-up; the starter takes it as
 #: substantive (asserted where it is used, so the tests say so if the starter changes)
@@ -83,7 +83,7 @@ def test_item10_a_regression_saved_from_a_wrong_turn_is_open_and_the_pack_still_
     assert [o.case.id for o in report.open] == [saved.id] and not report.to_close and not report.failed
     assert report.summary_line().endswith("; 1 open")
     # the serving gate takes it, and so does a service starting afresh (no 503 everywhere)
-    assert accept(team / "rules").content_hash == pack.content_hash
+    assert load_checked(team / "rules").content_hash == pack.content_hash
     with PackManager(team / "rules") as manager:
         assert manager.pack.content_hash == pack.content_hash and manager.last_error is None
 
@@ -102,7 +102,7 @@ def test_a_regression_the_pack_already_gets_right_is_saved_closed_and_then_holds
     failing = check(team / "rules")
     assert not failing.ok and any(p.code == "E230" and saved.id in p.message for p in failing.errors())
     with pytest.raises(PackError):
-        accept(team / "rules")
+        load_checked(team / "rules")
 
 
 def test_item10_an_open_case_that_starts_passing_says_close_it_at_its_file_and_line(team):
@@ -162,7 +162,7 @@ def test_item10_open_on_a_generated_case_is_a_located_error_and_hides_nothing(te
     assert located[0].line == n + 1 and located[0].col == path.read_text().split("\n")[n].index('"open"') + 1
     assert "a generated case is never open" in located[0].message and not after.corpus_report.open
     with pytest.raises(PackError) as refused:
-        accept(team / "rules")
+        load_checked(team / "rules")
     assert {"E215", "E230"} <= {p.code for p in refused.value.problems}
 
 

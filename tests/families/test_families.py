@@ -34,7 +34,7 @@ from cleo_rules.pack import compile as compile_module
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import schemas_dir
 from cleo_rules.serve import ServeSettings, create_app
-from cleo_rules.verify import check
+from cleo_rules.pack_check import check
 from cleo_rules.walk import Lane, LaneOrder, WalkResult
 
 from helpers import MINI

@@ -28,7 +28,7 @@ from cleo_rules.errors import PackError
 from cleo_rules.reading import bounds
 from cleo_rules.reading.backtracking import probe, static_risk
 from cleo_rules.reading.load import LoadedFile, load_yaml
-from cleo_rules.pack.sources import pack_info
+from cleo_rules.pack.discovery import pack_info
 from cleo_rules.reading.validate import lint_pattern
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import MAX_WATCHED_FILES, NO_CORPUS, PackManager
@@ -506,7 +506,7 @@ def test_8_reload_sees_a_change_to_a_hidden_member_file(mini):
     before = manager.pack.content_hash
     edit(mini / ".follow_ups.yaml", "Tell me more about that.", "Tell me more about that one.")
     assert manager.reload() is True and manager.pack.content_hash != before
-    assert manager.check() is False  # the watcher sees nothing new after the reload
+    assert manager.poll() is False  # the watcher sees nothing new after the reload
 
 
 def test_8_the_watcher_sees_a_hidden_member_change(mini):
@@ -514,7 +514,7 @@ def test_8_the_watcher_sees_a_hidden_member_change(mini):
     edit(mini / "pack.yaml", "follow_ups.yaml]", ".follow_ups.yaml]")
     manager = PackManager(mini)
     edit(mini / ".follow_ups.yaml", "Tell me more about that.", "Tell me more about that one.")
-    assert manager.check() is False and manager.check() is True  # seen, settled, loaded
+    assert manager.poll() is False and manager.poll() is True  # seen, settled, loaded
 
 
 def test_8_reload_is_not_fooled_by_a_thousand_files_sorting_first(mini):

@@ -23,7 +23,7 @@ from cleo_rules.pack import cache
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import PackManager
-from cleo_rules.verify import check
+from cleo_rules.pack_check import check
 
 from helpers import MINI
 from helpers.compose import HISTORY, OUT_OF_STOCK, TWELVE, write_team
@@ -137,13 +137,13 @@ def test_the_manager_reloads_the_team_pack_on_a_change_to_its_own_file_and_keeps
     path = rules / "corrections.yaml"
     path.write_text(OUT_OF_STOCK.replace("(?:is|was|went) out of stock", "(?:is|was|went) (?:out of stock|sold out)")
                     .replace('      - "It went out of stock yesterday."', '      - "That one is sold out."'))
-    manager.check()
-    assert manager.check() and manager.reloads == 1
+    manager.poll()
+    assert manager.poll() and manager.reloads == 1
     assert manager.classify("That one is sold out.").rule == "correction.out-of-stock"
     serving = manager.pack.content_hash
     path.write_text(path.read_text().replace("pattern: '", "pattern: '("))  # a pattern that does not compile
-    manager.check()
-    assert not manager.check() and manager.rejections == 1 and manager.pack.content_hash == serving
+    manager.poll()
+    assert not manager.poll() and manager.rejections == 1 and manager.pack.content_hash == serving
     assert isinstance(manager.last_error, PackError)
     (bad,) = [p for p in manager.last_error.problems if p.code == "E130"]
     assert (bad.pack, bad.rule) == ("team", "correction.out-of-stock") and bad.file.endswith("corrections.yaml")
@@ -306,8 +306,8 @@ def test_a_change_in_a_directory_base_reloads_the_pack_built_on_it(tmp_path):
     corrections = tmp_path / "base" / "corrections.yaml"
     corrections.write_text(corrections.read_text().replace(r"(?:already )?tried (?:that|this|it)",
                                                            r"(?:(?:already )?tried|gave) (?:that|this|it)"))
-    manager.check()
-    assert manager.check() and manager.reloads == 1
+    manager.poll()
+    assert manager.poll() and manager.reloads == 1
     assert manager.classify("We gave that a go already.").rule == "correction.already-tried"
 
 
@@ -334,8 +334,8 @@ def test_edit_served_as_judged_with_symlinked_pack_one_resolution_of_a_relative_
     corrections = tmp_path / "real" / "deep" / "b" / "corrections.yaml"
     corrections.write_text(corrections.read_text().replace(r"(?:already )?tried (?:that|this|it)",
                                                            r"(?:(?:already )?tried|gave) (?:that|this|it)"))
-    manager.check()
-    assert manager.check() and manager.reloads == 1
+    manager.poll()
+    assert manager.poll() and manager.reloads == 1
     assert manager.classify("We gave that a go already.").rule == "correction.already-tried"
 
 
@@ -397,7 +397,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from cleo_rules.pack.compose import read_refs  # noqa: E402
 from cleo_rules.reading.load import parse_yaml  # noqa: E402
-from cleo_rules.pack.sources import VersionRange, VersionRangeError  # noqa: E402
+from cleo_rules.pack.discovery import VersionRange, VersionRangeError  # noqa: E402
 
 IDS = ("c.one", "c.two", "c.three", "c.four")
 

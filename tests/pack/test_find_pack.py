@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from cleo_rules.cli import cli
 from cleo_rules.errors import PackNotFound, UsageError
-from cleo_rules.pack.sources import find_pack
+from cleo_rules.pack.discovery import find_pack
 from cleo_rules.resources import rules_dir
 
 from helpers import PACKS
@@ -37,18 +37,18 @@ def repo(tmp_path, monkeypatch):
 
 def test_outside_any_repository_the_bundled_pack(tmp_path):
     found = find_pack(cwd=tmp_path, environ={})
-    assert (found.path, found.source) == (rules_dir(), "bundled")
+    assert (found.path, found.found_by) == (rules_dir(), "bundled")
 
 
 def test_rules_directory_with_a_manifest(repo):
     found = find_pack(environ={})
-    assert (found.path, found.source) == (Path("rules"), "./rules")
+    assert (found.path, found.found_by) == (Path("rules"), "./rules")
     (repo / "rules" / "pack.yaml").rename(repo / "rules" / "manifest.yaml")
-    assert find_pack(environ={}).source == "bundled"  # ./rules without pack.yaml is not a pack
+    assert find_pack(environ={}).found_by == "bundled"  # ./rules without pack.yaml is not a pack
 
 
 def test_rules_is_looked_for_in_the_working_directory_only(repo):
-    assert find_pack(cwd=repo / "src", environ={}).source == "bundled"
+    assert find_pack(cwd=repo / "src", environ={}).found_by == "bundled"
 
 
 def test_pyproject_names_the_pack_relative_to_itself(repo):
@@ -56,34 +56,34 @@ def test_pyproject_names_the_pack_relative_to_itself(repo):
     (repo / "pyproject.toml").write_text('[project]\nname = "app"\n\n[tool.cleo-rules]\npack = "packs/en"\n')
     for where in (repo, repo / "src" / "app"):  # the nearest pyproject.toml, from a subdirectory too
         found = find_pack(cwd=where, environ={})
-        assert found.source == "pyproject.toml" and found.path.resolve() == (repo / "packs" / "en").resolve()
+        assert found.found_by == "pyproject.toml" and found.path.resolve() == (repo / "packs" / "en").resolve()
         assert found.config == repo / "pyproject.toml"
     # it wins over ./rules
-    assert find_pack(environ={}).source == "pyproject.toml"
+    assert find_pack(environ={}).found_by == "pyproject.toml"
 
 
 def test_pyproject_without_the_table_falls_through(repo):
     (repo / "pyproject.toml").write_text('[project]\nname = "app"\n')
-    assert find_pack(environ={}).source == "./rules"
+    assert find_pack(environ={}).found_by == "./rules"
 
 
 def test_nearest_pyproject_only(repo):
     (repo / "pyproject.toml").write_text('[tool.cleo-rules]\npack = "rules"\n')
     (repo / "src" / "pyproject.toml").write_text('[project]\nname = "inner"\n')
-    assert find_pack(cwd=repo / "src", environ={}).source == "bundled"
-    assert find_pack(cwd=repo / "src" / "app", environ={}).source == "bundled"
+    assert find_pack(cwd=repo / "src", environ={}).found_by == "bundled"
+    assert find_pack(cwd=repo / "src" / "app", environ={}).found_by == "bundled"
 
 
 def test_pyproject_may_name_an_installed_pack(repo):
     (repo / "pyproject.toml").write_text('[tool.cleo-rules]\npack = "cleo-en"\n')
     found = find_pack(environ={})
-    assert found.source == "pyproject.toml" and found.path.resolve() == rules_dir().resolve()
+    assert found.found_by == "pyproject.toml" and found.path.resolve() == rules_dir().resolve()
 
 
 def test_environment_variable_wins_over_pyproject(repo):
     (repo / "pyproject.toml").write_text('[tool.cleo-rules]\npack = "rules"\n')
     found = find_pack(environ={"CLEO_RULES_PACK": str(PACKS / "mini-1.1")})
-    assert (found.path, found.source) == (PACKS / "mini-1.1", "CLEO_RULES_PACK")
+    assert (found.path, found.found_by) == (PACKS / "mini-1.1", "CLEO_RULES_PACK")
     # relative to the working directory
     shutil.copytree(PACKS / "mini-2.0", repo / "other")
     assert find_pack(environ={"CLEO_RULES_PACK": "other"}).path == Path("other")
@@ -91,7 +91,7 @@ def test_environment_variable_wins_over_pyproject(repo):
 
 def test_argument_wins_over_everything(repo):
     found = find_pack(str(PACKS / "mini-2.0"), environ={"CLEO_RULES_PACK": str(PACKS / "mini-1.1")})
-    assert (found.path, found.source) == (PACKS / "mini-2.0", "argument")
+    assert (found.path, found.found_by) == (PACKS / "mini-2.0", "argument")
 
 
 @pytest.mark.parametrize("text, message", [

@@ -13,7 +13,7 @@ from cleo_rules import load_pack
 from cleo_rules.corpus import generate
 from cleo_rules.reading.load import display
 from cleo_rules.resources import rules_dir
-from cleo_rules.verify import verify
+from cleo_rules.pack_check import check_compiled
 
 PACK = load_pack(check_examples=False)
 
@@ -66,6 +66,6 @@ def test_judging_and_generating_read_no_rule_file_again(monkeypatch):
     monkeypatch.setattr(builtins, "open", spy(real_open))
     monkeypatch.setattr(io, "open", spy(real_io_open))
     generate(pack)
-    verify(pack)
+    check_compiled(pack)
     assert [display(p) for p in read if p in rule_files] == []
     assert any(p.parent.name == "generated" for p in read)  # the spy sees files being read

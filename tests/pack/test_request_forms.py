@@ -14,7 +14,7 @@ from cleo_rules import load_pack
 from cleo_rules.corpus import build_corpus, run_corpus
 from cleo_rules.errors import PackError
 from cleo_rules.pack.compile import compile_pack
-from cleo_rules.verify import verify
+from cleo_rules.pack_check import check_compiled
 
 MANIFEST = """\
 pack: t
@@ -128,7 +128,7 @@ def test_generated_request_cases_may_be_any_kind_but_a_correction(tmp_path):
     assert all(o.case.not_kind == "correction" for o in plain)
     told = [o for o in requests if o.case.expect == "follow_up"]
     assert told and all(o.case.history == ("Compare the Leeds and York branches",) for o in told)
-    verdict = verify(pack, tmp_path / "corpus")
+    verdict = check_compiled(pack, tmp_path / "corpus")
     assert verdict.corpus_report is not None and not verdict.corpus_report.failed
 
 

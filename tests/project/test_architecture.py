@@ -20,7 +20,7 @@ ROOT = CHECKOUT / "cleo_rules"
 
 #: the classifier and everything that judges a pack: never retrieval, never an embedding model
 CLASSIFIER = ("cleo_rules", "cleo_rules.pack.compile", "cleo_rules.matcher", "cleo_rules.runtime",
-              "cleo_rules.verify", "cleo_rules.corpus")
+              "cleo_rules.pack_check", "cleo_rules.corpus")
 EMBEDDING = {"torch", "sentence_transformers", "transformers", "onnxruntime", "tokenizers", "hnswlib", "numpy",
              "sqlite_utils"}
 #: the embedding runtimes, each imported by its backend module only, and only inside a function: importing
@@ -39,7 +39,7 @@ LAYERS = ("cleo_rules.cli", "cleo_rules.serve", "cleo_rules.__main__")
 WALK = ("cleo_rules.matcher", "cleo_rules.walk", "cleo_rules.explain", "cleo_rules.shaping", "cleo_rules.referent_finder")
 #: what the rule families build on: the walk, the files read and checked (reading/), the names; never the packs
 #: they make rules for, nor what uses a pack
-FAMILIES_NEVER = ("cleo_rules.pack", "cleo_rules.corpus", "cleo_rules.verify", "cleo_rules.runtime", "cleo_rules.turn",
+FAMILIES_NEVER = ("cleo_rules.pack", "cleo_rules.corpus", "cleo_rules.pack_check", "cleo_rules.runtime", "cleo_rules.turn",
                   "cleo_rules.retrieval")
 LAYER_LIBRARIES = {"click", "starlette", "uvicorn", "prometheus_client"}
 
@@ -226,7 +226,7 @@ def test_each_embedding_runtime_is_imported_by_its_backend_only_and_lazily():
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("cleo_rules.retrieval")))
 def test_the_store_knows_no_rules(module):
     rules = ("cleo_rules.pack", "cleo_rules.matcher", "cleo_rules.decision", "cleo_rules.shaping",
-             "cleo_rules.referent_finder", "cleo_rules.corpus", "cleo_rules.runtime", "cleo_rules.verify")
+             "cleo_rules.referent_finder", "cleo_rules.corpus", "cleo_rules.runtime", "cleo_rules.pack_check")
     assert sorted(m for m in reach([module]) if any(m == r or m.startswith(r + ".") for r in rules)) == []
     assert sorted(m for m in GRAPH[module] if not m.startswith("cleo_rules.retrieval")
                   and m not in STORE_MAY_USE) == []

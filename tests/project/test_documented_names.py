@@ -42,8 +42,8 @@ def resolve(name: str):
 
 def test_the_documents_are_read():
     names = documented()
-    for wanted in ("cleo_rules.pack.sources:find_pack", "cleo_rules.retrieval.locate:open_memory",
-                   "cleo_rules.turn:Recall", "cleo_rules:load_pack", "cleo_rules.verify.verify",
+    for wanted in ("cleo_rules.pack.discovery:find_pack", "cleo_rules.retrieval.locate:open_memory",
+                   "cleo_rules.turn:Recall", "cleo_rules:load_pack", "cleo_rules.pack_check.check_compiled",
                    "cleo_rules.families.register"):
         assert wanted in names
 
@@ -59,7 +59,7 @@ def test_a_documented_name_imports_without_a_deprecation(name):
 FORMER = [
     ("cleo_rules.reading.load", "Source"),  # LoadedFile
     ("cleo_rules.pack.model", "Settings"),  # PackSettings
-    ("cleo_rules.pack.sources", "check_version"),  # check_pack_version
+    ("cleo_rules.pack.discovery", "check_version"),  # check_pack_version
     ("cleo_rules.reading.validate", "file_kind"),  # cleo_rules.families.family_of_file
     ("cleo_rules.corpus.model", "Turn"),  # CaseTurn
     ("cleo_rules.serve.settings", "Settings"),  # ServeSettings

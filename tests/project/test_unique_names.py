@@ -47,8 +47,8 @@ ALLOWED_NAMES = {
     "asset": ({"cleo_rules.serve.api_page", "cleo_rules.serve.playground"}, "each served page's file endpoint"),
     "page": ({"cleo_rules.serve.api_page", "cleo_rules.serve.playground"}, "each served page's endpoint"),
     # a command or an endpoint is named after what it does for its user: the library call it makes
-    "check": ({"cleo_rules.verify", "cleo_rules.cli.rules_cmds", "cleo_rules.cli.corpus_cmds"},
-              "`cleo-rules check` and `cleo-rules corpus check`, the commands of verify.check"),
+    "check": ({"cleo_rules.pack_check", "cleo_rules.cli.rules_cmds", "cleo_rules.cli.corpus_cmds"},
+              "`cleo-rules check` and `cleo-rules corpus check`, the commands of pack_check.check"),
     "classify": ({"cleo_rules.cli.rules_cmds", "cleo_rules.serve.endpoints.classify"},
                  "`cleo-rules classify` and POST /v1/classify, both Pack.classify"),
     "explain": ({"cleo_rules.cli.rules_cmds", "cleo_rules.serve.endpoints.classify"},

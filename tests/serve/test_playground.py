@@ -219,7 +219,7 @@ def test_with_writable_corpus_the_case_is_appended_and_the_pack_judged_with_it(t
     finally:
         again.stop()
     # the open case is reported, with where it is, by `check` on the same files
-    from cleo_rules.verify import check
+    from cleo_rules.pack_check import check
 
     report = check(root / "rules").corpus_report
     assert [o.case.id for o in report.open] == [wrong.json()["id"]] and report.ok

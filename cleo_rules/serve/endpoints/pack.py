@@ -175,7 +175,7 @@ def pack_files(pack, *, paths: bool = True) -> dict[str, Path]:
     working directory or whole) with ``paths``, an operator's; else from its pack (``<pack team>/corrections.yaml``,
     :func:`~cleo_rules.pack.files.pack_file_names`)."""
     from ...pack.files import pack_file_names
-    from ...pack.sources import display
+    from ...pack.discovery import display
 
     roots = [Path(where).resolve() for where in (pack.path, *(b.path for b in pack.composition.bases))]
     names = {display(Path(where) / "pack.yaml") for where in (pack.path, *(b.path for b in pack.composition.bases))}

@@ -1,4 +1,4 @@
-"""The one verdict on a compiled pack (cleo_rules.verify): its own examples, then its corpus.
+"""The one verdict on a compiled pack (cleo_rules.pack_check): its own examples, then its corpus.
 
 `check`, `corpus check`, `packs --check` and the serving gate all take it;
 here it is judged directly, on copies of the small test pack.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cleo_rules.pack.compile import load_pack
-from cleo_rules.verify import Verdict, verify
+from cleo_rules.pack_check import Verdict, check_compiled
 
 from helpers import MINI
 
@@ -43,7 +43,7 @@ def corpus(pack_dir: Path, *cases: str) -> Path:
 
 
 def test_a_pack_without_a_corpus_is_judged_by_its_examples(pack_dir):
-    verdict = verify(load_pack(pack_dir, check_examples=False))
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False))
     assert verdict == Verdict((), None) and verdict.ok and verdict.errors() == []
     assert verdict.corpus_view() is None
 
@@ -51,7 +51,7 @@ def test_a_pack_without_a_corpus_is_judged_by_its_examples(pack_dir):
 def test_a_failing_example_is_a_problem_placed_in_its_file(pack_dir):
     path = pack_dir / "vocabulary.yaml"
     path.write_text(path.read_text().replace('"Go with the other one."]', '"Go with the other one.", "Pick a card."]'))
-    verdict = verify(load_pack(pack_dir, check_examples=False))
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False))
     assert not verdict.ok
     (p,) = verdict.problems
     assert (p.code, p.rule, Path(p.file).name) == ("E134", "vocab.choice", "vocabulary.yaml") and p.line > 0
@@ -60,7 +60,7 @@ def test_a_failing_example_is_a_problem_placed_in_its_file(pack_dir):
 
 def test_the_corpus_beside_the_pack_is_run_and_a_failing_case_fails_the_pack(pack_dir):
     where = corpus(pack_dir, RIGHT, WRONG)
-    verdict = verify(load_pack(pack_dir, check_examples=False))
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False))
     report = verdict.corpus_report
     assert report is not None and report.corpus_dir == where and not report.ok and not verdict.ok
     assert [o.case.id for o in report.failed] == ["regression/wrong"]
@@ -70,7 +70,7 @@ def test_the_corpus_beside_the_pack_is_run_and_a_failing_case_fails_the_pack(pac
 
 def test_a_passing_corpus_passes(pack_dir):
     corpus(pack_dir, RIGHT)
-    verdict = verify(load_pack(pack_dir, check_examples=False))
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False))
     assert verdict.corpus_report is not None and not verdict.corpus_report.failed
     # a hand-written corpus of one case leaves rules untested both ways: those are corpus problems
     assert verdict.ok == verdict.corpus_report.ok
@@ -79,11 +79,11 @@ def test_a_passing_corpus_passes(pack_dir):
 
 def test_corpus_false_judges_the_examples_only(pack_dir):
     corpus(pack_dir, WRONG)
-    assert verify(load_pack(pack_dir, check_examples=False), corpus=False) == Verdict((), None)
+    assert check_compiled(load_pack(pack_dir, check_examples=False), corpus=False) == Verdict((), None)
 
 
 def test_a_corpus_named_but_missing_is_a_problem(pack_dir, tmp_path):
-    verdict = verify(load_pack(pack_dir, check_examples=False), tmp_path / "nowhere")
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False), tmp_path / "nowhere")
     assert verdict.corpus_report is not None and not verdict.ok
     assert "E203" in [p.code for p in verdict.errors()]
 
@@ -92,7 +92,7 @@ def test_the_corpus_view_lists_the_packs_own_problems_first(pack_dir):
     path = pack_dir / "vocabulary.yaml"
     path.write_text(path.read_text().replace('"Go with the other one."]', '"Go with the other one.", "Pick a card."]'))
     corpus(pack_dir, WRONG)
-    verdict = verify(load_pack(pack_dir, check_examples=False))
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False))
     view = verdict.corpus_view()
     assert view is not None and view.problems[: len(verdict.problems)] == list(verdict.problems)
     assert verdict.corpus_report is not None and verdict.corpus_report.problems == view.problems[len(verdict.problems):]
@@ -101,7 +101,7 @@ def test_the_corpus_view_lists_the_packs_own_problems_first(pack_dir):
 def test_failing_cases_beyond_the_limit_are_counted(pack_dir):
     many = "".join(WRONG.replace("regression/wrong", f"regression/wrong-{n}") for n in range(4))
     corpus(pack_dir, many)
-    verdict = verify(load_pack(pack_dir, check_examples=False))
+    verdict = check_compiled(load_pack(pack_dir, check_examples=False))
     listed = [p for p in verdict.errors(max_cases=2) if p.code == "E230"]
     assert len(listed) == 3 and listed[-1].message.startswith("corpus case … and 2 more")
 
@@ -110,14 +110,14 @@ def test_failing_cases_beyond_the_limit_are_counted(pack_dir):
 
 
 def test_check_finds_compiles_and_judges_in_one_call(pack_dir):
-    from cleo_rules.pack.sources import FoundPack
-    from cleo_rules.verify import check
+    from cleo_rules.pack.discovery import FoundPack
+    from cleo_rules.pack_check import check
 
     corpus(pack_dir, RIGHT, WRONG)
     result = check(pack_dir)
-    assert isinstance(result.found, FoundPack) and result.found.path == pack_dir and result.found.source == "argument"
+    assert isinstance(result.found, FoundPack) and result.found.path == pack_dir and result.found.found_by == "argument"
     assert result.pack is not None and result.error is None and not result.ok
-    assert result.verdict == verify(result.pack)
+    assert result.verdict == check_compiled(result.pack)
     assert result.errors() == result.verdict.errors() and result.as_error() is not None
     doc = result.to_dict()
     assert (doc["ok"], doc["pack"]["name"], doc["pack"]["hash"]) == (False, "mini", result.pack.content_hash)
@@ -129,7 +129,7 @@ def test_check_finds_compiles_and_judges_in_one_call(pack_dir):
 
 
 def test_check_says_why_no_corpus_ran(pack_dir):
-    from cleo_rules.verify import check
+    from cleo_rules.pack_check import check
 
     result = check(pack_dir)
     assert result.ok and result.as_error() is None and result.verdict == Verdict((), None)
@@ -143,7 +143,7 @@ def test_check_says_why_no_corpus_ran(pack_dir):
 
 def test_a_pack_that_does_not_compile_is_a_result_not_an_exception(pack_dir):
     from cleo_rules.errors import PackError
-    from cleo_rules.verify import check
+    from cleo_rules.pack_check import check
 
     path = pack_dir / "corrections.yaml"
     path.write_text(path.read_text().replace("kind:", "kind: [", 1))
@@ -162,7 +162,7 @@ def test_a_pack_that_does_not_compile_is_a_result_not_an_exception(pack_dir):
 
 def test_a_version_outside_the_range_required_is_the_results_error(pack_dir):
     from cleo_rules.errors import PackNotFound, PackVersionError
-    from cleo_rules.verify import check
+    from cleo_rules.pack_check import check
 
     result = check(pack_dir, require=">=2")
     assert isinstance(result.error, PackVersionError) and not result.ok
@@ -215,19 +215,19 @@ def judged_pack(pack_dir: Path, how: str) -> Path:
 def test_check_corpus_check_and_packs_check_give_one_verdict_through_one_call(how, pack_dir, monkeypatch, capsys):
     import json
 
-    import cleo_rules.verify
+    import cleo_rules.pack_check
     from cleo_rules.cli import main
 
     pack = judged_pack(pack_dir, how)
     calls = []
-    real = cleo_rules.verify.check
+    real = cleo_rules.pack_check.check
 
     def spy(*args, **kwargs):
         result = real(*args, **kwargs)
         calls.append(result)
         return result
 
-    monkeypatch.setattr(cleo_rules.verify, "check", spy)
+    monkeypatch.setattr(cleo_rules.pack_check, "check", spy)
     runs = {}
     for name, argv in {"check": ["check", str(pack), "--json"],
                        "corpus check": ["corpus", "check", str(pack), "--json"],
@@ -258,7 +258,7 @@ def test_check_corpus_check_and_packs_check_give_one_verdict_through_one_call(ho
 def test_the_findings_of_a_pack_that_is_refused_read_no_file_again(pack_dir, monkeypatch, broken):
     """What the compiler read of a pack is what its findings' outline is made of: each file is read once."""
     import cleo_rules.reading.load as load
-    from cleo_rules.verify import check
+    from cleo_rules.pack_check import check
 
     if broken == "a file's rule":
         (pack_dir / "corrections.yaml").write_text(

@@ -450,25 +450,25 @@ def resolve_name(spec: str) -> Path:
 class FoundPack:
     """The pack a command uses and how it was found.
 
-    ``source`` is ``"argument"``, ``"CLEO_RULES_PACK"``, ``"pyproject.toml"``,
+    ``found_by`` is ``"argument"``, ``"CLEO_RULES_PACK"``, ``"pyproject.toml"``,
     ``"./rules"`` or ``"bundled"``; ``config`` is the ``pyproject.toml`` that
     named it, when one did.
     """
 
     path: Path
-    source: str
+    found_by: str
     config: Path | None = None
 
     def describe(self) -> str:
         """How it was found, for people: ``./rules``, ``pyproject.toml ([tool.cleo-rules])``, ..."""
-        if self.source == "pyproject.toml" and self.config is not None:
+        if self.found_by == "pyproject.toml" and self.config is not None:
             return f"[tool.cleo-rules] in {display(self.config)}"
-        if self.source == "argument":
+        if self.found_by == "argument":
             return "given"
-        return self.source
+        return self.found_by
 
     def to_dict(self) -> dict:
-        return {"path": display(self.path), "found_by": self.source,
+        return {"path": display(self.path), "found_by": self.found_by,
                 "config": display(self.config) if self.config is not None else None}
 
     def record(self, pack=None, read: tuple | None = None) -> dict:

@@ -1,9 +1,9 @@
-"""One verdict on a compiled pack: its own examples, then its corpus.
+"""The check of a pack: of a compiled pack, its own examples, then its corpus.
 
-:func:`verify` is the single judge behind every command and gate that says
+:func:`check_compiled` is the single check behind every command and gate that says
 whether a pack is good: ``cleo-rules check``, ``cleo-rules corpus check``,
 ``cleo-rules packs --check`` and the serving gate
-(:func:`cleo_rules.runtime.accept`). A pack passes when every example,
+(:func:`cleo_rules.runtime.load_checked`). A pack passes when every example,
 counterexample and request form of every rule does what it says
 (:func:`~cleo_rules.pack.examples.find_example_problems`) and its corpus
 passes (:func:`~cleo_rules.corpus.run.run_corpus`): no failing case, no
@@ -41,12 +41,12 @@ from .families import counts
 from .pack.causes import Cause, find_causes
 from .pack.examples import find_example_problems, rule_example_problems
 from .pack.model import Base, Pack
-from .pack.sources import FoundPack
+from .pack.discovery import FoundPack
 
 if TYPE_CHECKING:
     from .findings import CheckResult
 
-__all__ = ["MAX_CASES_REPORTED", "PackCheck", "Verdict", "check", "verify"]
+__all__ = ["MAX_CASES_REPORTED", "PackCheck", "Verdict", "check", "check_compiled"]
 
 MAX_CASES_REPORTED = 20  # failing corpus cases listed one by one in :meth:`Verdict.errors`; the rest are counted
 
@@ -122,7 +122,7 @@ def _report_errors(report: Report, max_cases: int) -> list[Problem]:
     return out + list(report.problems)
 
 
-def verify(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
+def check_compiled(pack: Pack, corpus_dir=None, *, corpus: bool = True) -> Verdict:
     """Judge ``pack``: its own examples, and the corpus in ``corpus_dir``.
 
     Without ``corpus_dir`` the corpus is ``corpus/`` beside the pack
@@ -306,14 +306,14 @@ class PackCheck:
 
 def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: bool = False,
           require=None) -> PackCheck:
-    """Find, compile and judge a pack: what ``check``, ``corpus check`` and ``packs --check`` show.
+    """Find, compile and check a pack: what ``check``, ``corpus check`` and ``packs --check`` show.
 
-    ``pack`` is a :class:`~cleo_rules.pack.sources.FoundPack`, or what
-    :func:`~cleo_rules.pack.sources.find_pack` takes (a directory, its
+    ``pack`` is a :class:`~cleo_rules.pack.discovery.FoundPack`, or what
+    :func:`~cleo_rules.pack.discovery.find_pack` takes (a directory, its
     ``pack.yaml``, an installed pack's name, or ``None`` for the pack the
     commands find by default). The pack is compiled without refusing it for
     its examples, its version checked against ``require`` (a range such as
-    ``">=1.0,<2"``), then judged by :func:`verify` with ``corpus_dir`` and
+    ``">=1.0,<2"``), then checked by :func:`check_compiled` with ``corpus_dir`` and
     ``corpus``; ``corpus_required`` runs the corpus beside the pack even when
     there is none (a missing corpus is then a problem, E203), as ``corpus
     check`` does. A pack that does not compile, or whose version is outside
@@ -321,7 +321,7 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
     that cannot be found raises :class:`~cleo_rules.errors.PackNotFound`.
     """
     from .pack.compile import compile_pack
-    from .pack.sources import check_pack_version, find_pack
+    from .pack.discovery import check_pack_version, find_pack
 
     found = pack if isinstance(pack, FoundPack) else find_pack(pack)
     try:
@@ -337,7 +337,7 @@ def check(pack=None, corpus_dir=None, *, corpus: bool = True, corpus_required: b
     where = corpus_dir
     if where is None and corpus_required:
         where = default_corpus_dir(compiled)
-    verdict = verify(compiled, where, corpus=corpus)
+    verdict = check_compiled(compiled, where, corpus=corpus)
     skipped = None
     if corpus and verdict.corpus_report is None:
         skipped = f"no corpus at {default_corpus_dir(compiled)}; `cleo-rules corpus build` creates one"

@@ -12,9 +12,9 @@ import pytest
 
 from cleo_rules import load_pack
 from cleo_rules.errors import PackError, PackNotFound, PackVersionError
-from cleo_rules.pack import sources
+from cleo_rules.pack import discovery
 from cleo_rules.reading.load import display
-from cleo_rules.pack.sources import (
+from cleo_rules.pack.discovery import (
     GROUP, Version, VersionRange, VersionRangeError, available_packs, check_pack_version, resolve_pack,
 )
 from cleo_rules.resources import rules_dir
@@ -247,5 +247,5 @@ def test_two_distributions_claiming_one_name_is_an_error(installed, monkeypatch)
 
 
 def test_pack_info_of_a_directory_without_manifest(tmp_path):
-    info = sources.pack_info(tmp_path)
+    info = discovery.pack_info(tmp_path)
     assert info.error == f"pack.yaml not found in {display(tmp_path)}"
