@@ -24,10 +24,10 @@ from ..responses import JSON_TYPES, json_response
 from ..routes import endpoint, ref
 from .common import add_timings, admit, decision_record
 
-__all__ = ["classify", "classify_batch", "explain", "explain_schemas", "schemas"]
+__all__ = ["classify", "classify_batch", "explain", "explain_schemas", "openapi_schemas"]
 
 
-def schemas(settings) -> dict:
+def openapi_schemas(settings) -> dict:
     """A classify request (limits from ``settings``), a batch of them, a decision and a batch's answer."""
     text = {"type": "string", "maxLength": settings.max_message_chars}
     limit = settings.max_message_chars
@@ -142,7 +142,7 @@ def explain_schemas(settings) -> dict:
 
 
 @endpoint("POST", "/v1/classify", summary="Classify one message", body="ClassifyRequest", ok="Decision",
-          statuses=(400, 408, 413, 415, 503), schemas=schemas)
+          statuses=(400, 408, 413, 415, 503), schemas=openapi_schemas)
 async def classify(request: Request) -> Response:
     service = admit(request)
     settings = service.settings
@@ -161,7 +161,7 @@ async def classify(request: Request) -> Response:
 
 
 @endpoint("POST", "/v1/classify/batch", summary="Classify many messages, answered in order", body="BatchRequest",
-          ok="BatchResponse", statuses=(400, 408, 413, 415, 503), schemas=schemas)
+          ok="BatchResponse", statuses=(400, 408, 413, 415, 503), schemas=openapi_schemas)
 async def classify_batch(request: Request) -> Response:
     service = admit(request)
     settings, metrics = service.settings, service.metrics

@@ -45,7 +45,7 @@ FILE_QUERY = {"name": "file", "in": "query", "required": True, "schema": {"type"
               "description": "The file as /v1/pack/files names it."}
 
 
-def schemas(settings) -> dict:
+def openapi_schemas(settings) -> dict:
     """The files the playground edits (--writable-pack), one file's text, and an edit judged."""
     nullable_str = {"type": ["string", "null"]}
     return {
@@ -108,7 +108,7 @@ def _refused(exc: UsageError) -> ServiceError:
 
 @endpoint("GET", "/v1/pack/files",
           summary="The pack's own files the playground edits (--writable-pack; none without it)", ok="PackFiles",
-          statuses=(503,), schemas=schemas)
+          statuses=(503,), schemas=openapi_schemas)
 async def pack_files_list(request: Request) -> Response:
     from ...editing import editable_files
 
@@ -122,7 +122,7 @@ async def pack_files_list(request: Request) -> Response:
 
 
 @endpoint("GET", "/v1/pack/file", summary="One file the playground edits: its text and SHA-256", ok="PackFileText",
-          query=(FILE_QUERY,), statuses=(400, 404, 409, 503), schemas=schemas)
+          query=(FILE_QUERY,), statuses=(400, 404, 409, 503), schemas=openapi_schemas)
 async def file_text(request: Request) -> Response:
     from ...editing import read_file
 
@@ -153,7 +153,7 @@ async def file_text(request: Request) -> Response:
                   "description": "Build corpus/generated/ again from the edited pack (as `cleo-rules corpus build`), "
                                  "judge it and write it with the edit: for an edit of templates, slots or limits, "
                                  "which leaves the corpus stale."}),
-          statuses=(400, 404, 408, 409, 412, 413, 415, 503), schemas=schemas)
+          statuses=(400, 404, 408, 409, 412, 413, 415, 503), schemas=openapi_schemas)
 async def edit_file(request: Request) -> Response:
     from ...editing import EditConflict, edit_file as edit
 

@@ -40,7 +40,7 @@ from .common import JSONL_TYPES, add_timings, admit, decision_record, flag, on_s
 if TYPE_CHECKING:
     from ..service import Service
 
-__all__ = ["LineFeed", "delete_item", "ingest", "memory_stats", "recall", "schemas", "turns"]
+__all__ = ["LineFeed", "delete_item", "ingest", "memory_stats", "recall", "openapi_schemas", "turns"]
 
 log = logging.getLogger("cleo_rules.serve")
 
@@ -48,7 +48,7 @@ TURN_STAGES = ("classify", "embed", "search", "metadata", "context", "trace")
 INGEST_STAGES = ("parse", "embed", "sql", "index", "save")
 
 
-def schemas(settings) -> dict:
+def openapi_schemas(settings) -> dict:
     """A turn request (limits from ``settings``), a turn's and a recall's answer, and what an ingest, the stats
     and a delete answer."""
     text = {"type": "string", "maxLength": settings.max_message_chars}
@@ -128,7 +128,7 @@ async def _turn_body(request: Request, tenant: str) -> tuple[Service, str, list,
 
 @endpoint("POST", "/v1/tenants/{tenant}/turns",
           summary="One turn end to end: classify, search the tenant's memory, build the context, trace it",
-          body="TurnRequest", ok="TurnResponse", statuses=(400, 404, 408, 409, 413, 415, 503), schemas=schemas)
+          body="TurnRequest", ok="TurnResponse", statuses=(400, 404, 408, 409, 413, 415, 503), schemas=openapi_schemas)
 async def turns(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service, message, history, k = await _turn_body(request, tenant)
@@ -150,7 +150,7 @@ async def turns(request: Request) -> Response:
 
 @endpoint("POST", "/v1/tenants/{tenant}/recall",
           summary="What the tenant's memory recalls for the shaped query and for the message as typed (not traced)",
-          body="TurnRequest", ok="RecallResponse", statuses=(400, 404, 408, 409, 413, 415, 503), schemas=schemas)
+          body="TurnRequest", ok="RecallResponse", statuses=(400, 404, 408, 409, 413, 415, 503), schemas=openapi_schemas)
 async def recall(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service, message, history, k = await _turn_body(request, tenant)
@@ -192,7 +192,7 @@ class LineFeed:
           body_type="application/x-ndjson", ok="IngestReport",
           query=({"name": "strict", "in": "query", "schema": {"type": "boolean"},
                   "description": "Reject the whole body if any line is malformed."},),
-          statuses=(400, 404, 408, 409, 413, 415, 503), schemas=schemas)
+          statuses=(400, 404, 408, 409, 413, 415, 503), schemas=openapi_schemas)
 async def ingest(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     service = admit(request, tenant)
@@ -227,7 +227,7 @@ async def ingest(request: Request) -> Response:
 
 
 @endpoint("GET", "/v1/tenants/{tenant}/memory", summary="What the tenant's store holds", ok="MemoryStats",
-          statuses=(400, 404, 409, 503), schemas=schemas)
+          statuses=(400, 404, 409, 503), schemas=openapi_schemas)
 async def memory_stats(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     admit(request, tenant)
@@ -237,7 +237,7 @@ async def memory_stats(request: Request) -> Response:
 
 
 @endpoint("DELETE", "/v1/tenants/{tenant}/memory/{source}/{id:path}", summary="Delete a conversation or a document",
-          ok="Deleted", params={"source": {"enum": list(Source)}}, statuses=(400, 404, 409, 503), schemas=schemas)
+          ok="Deleted", params={"source": {"enum": list(Source)}}, statuses=(400, 404, 409, 503), schemas=openapi_schemas)
 async def delete_item(request: Request) -> Response:
     tenant = request.path_params["tenant"]
     admit(request, tenant)

@@ -18,10 +18,10 @@ from ..responses import json_response
 from ..routes import endpoint, ref
 from .common import serving_status, service_of
 
-__all__ = ["healthz", "metrics", "openapi_json", "problem_type", "readyz", "schemas"]
+__all__ = ["healthz", "metrics", "openapi_json", "problem_type", "readyz", "openapi_schemas"]
 
 
-def schemas(settings) -> dict:
+def openapi_schemas(settings) -> dict:
     """What /readyz answers when the service is ready."""
     return {
         "Ready": {
@@ -45,7 +45,7 @@ async def healthz(request: Request) -> Response:
 
 @endpoint("GET", "/readyz", summary="Ready to answer: pack loaded and, with memory, the model warm (the server's "
           "paths only without keys or to a key for every tenant)", ok="Ready", statuses=(503,), secured=False,
-          schemas=schemas)
+          schemas=openapi_schemas)
 async def readyz(request: Request) -> Response:
     service = service_of(request)
     shown = service.shows_paths(request)

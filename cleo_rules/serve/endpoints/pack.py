@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..service import Service
 
 __all__ = ["pack_extras", "pack_files", "pack_reload", "pack_rules", "pack_source", "pack_status", "regressions",
-           "schemas"]
+           "openapi_schemas"]
 
 MAX_SOURCE_BYTES = 1 << 20
 #: how a file of the pack is named to a request (:func:`cleo_rules.serve.endpoints.common.file_namer`)
@@ -106,7 +106,7 @@ def _status_schemas() -> dict:
     }
 
 
-def schemas(settings) -> dict:
+def openapi_schemas(settings) -> dict:
     """The pack serving now, as its status and the playground read it; a regression request (limits from
     ``settings``) and what saving it answers."""
     text = {"type": "string", "maxLength": settings.max_message_chars}
@@ -226,7 +226,7 @@ def pack_extras(service: Service, request: Request) -> dict:
             "editing": {"writable": service.settings.writable_pack}}
 
 
-@endpoint("GET", "/v1/pack", summary="The rule pack serving now", ok="PackStatus", statuses=(503,), schemas=schemas)
+@endpoint("GET", "/v1/pack", summary="The rule pack serving now", ok="PackStatus", statuses=(503,), schemas=openapi_schemas)
 async def pack_status(request: Request) -> Response:
     service = admit(request)
     return json_response(status_for(request, **pack_extras(service, request)))
@@ -234,7 +234,7 @@ async def pack_status(request: Request) -> Response:
 
 @endpoint("POST", "/v1/pack/reload",
           summary=lambda keys: "Load the pack again; it serves only if it passes the acceptance gate"
-          + (ADMIN if keys else ""), ok="Reloaded", statuses=(422, 503), schemas=schemas)
+          + (ADMIN if keys else ""), ok="Reloaded", statuses=(422, 503), schemas=openapi_schemas)
 async def pack_reload(request: Request) -> Response:
     manager = admit(request, admin=True).packs
     changed = await asyncio.get_running_loop().run_in_executor(None, manager.reload)
@@ -246,8 +246,32 @@ async def pack_reload(request: Request) -> Response:
     return json_response({"reloaded": changed, **status})
 
 
+def shown_names(pack, files) -> dict[str, str]:
+    """How each of ``files`` (named as the loader names them) is named to people: a file of an installed pack (one
+    in an installed distribution: the bundled pack of a wheel, a pack installed with pip) from that pack's directory,
+    ``<installed pack cleo-en>/corrections.yaml``, as ``classify`` and ``check`` name it (a path into
+    site-packages says nothing to a reader); any other as it is."""
+    from ...resources import in_installed_distribution
+
+    roots = [(Path(where).resolve(), who) for where, who in
+             ((pack.path, pack.name), *((b.path, b.name) for b in pack.composition.bases))
+             if in_installed_distribution(where)]
+    out = {}
+    for name in files:
+        out[name] = name
+        if not roots:
+            continue
+        path = Path(name)
+        path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+        for root, who in roots:
+            if root in path.parents:
+                out[name] = f"<installed pack {who}>/{path.relative_to(root).as_posix()}"
+                break
+    return out
+
+
 @endpoint("GET", "/v1/pack/rules", summary="Every rule of the pack serving now, with its file and line",
-          ok="PackRules", statuses=(503,), schemas=schemas)
+          ok="PackRules", statuses=(503,), schemas=openapi_schemas)
 async def pack_rules(request: Request) -> Response:
     service = admit(request)
     pack = service.packs.pack
@@ -263,7 +287,7 @@ async def pack_rules(request: Request) -> Response:
 
 
 @endpoint("GET", "/v1/pack/source", summary="The lines of one of the pack's files (its manifest and rule files)",
-          ok="PackSource", statuses=(400, 404, 413, 503), schemas=schemas,
+          ok="PackSource", statuses=(400, 404, 413, 503), schemas=openapi_schemas,
           query=({"name": "file", "in": "query", "required": True, "schema": {"type": "string"},
                   "description": "The file as /v1/pack/rules names it to the same key (its `file`); no other name."},))
 async def pack_source(request: Request) -> Response:
@@ -291,7 +315,7 @@ async def pack_source(request: Request) -> Response:
 @endpoint("POST", "/v1/pack/regressions",
           summary=lambda keys: "A turn as a regressions case: its YAML, appended to the corpus beside the pack with "
           "write=true (--writable-corpus" + ("; a key for every tenant, *" if keys else "") + ")",
-          body="RegressionRequest", ok="RegressionSaved", statuses=(400, 408, 409, 413, 415, 503), schemas=schemas)
+          body="RegressionRequest", ok="RegressionSaved", statuses=(400, 408, 409, 413, 415, 503), schemas=openapi_schemas)
 async def regressions(request: Request) -> Response:
     from ...corpus.regressions import regression_entry, save_regression
 
