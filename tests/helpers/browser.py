@@ -80,3 +80,23 @@ def png_size(path: Path) -> tuple[int, int]:
     head = path.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
     return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture(scope="module")
+def guard():
+    """Nothing but loopback is reached while a module's browser tests run (checked when they end)."""
+    from helpers.netguard import loopback_only
+
+    with loopback_only() as attempts:
+        yield attempts
+    assert attempts == [], f"something reached for the network: {attempts}"
+
+
+@pytest.fixture(scope="module")
+def chrome(tmp_path_factory, guard):
+    """One Chromium for a module's browser tests, under :func:`guard`."""
+    driver = start(tmp_path_factory.mktemp("profile"))
+    try:
+        yield driver
+    finally:
+        driver.quit()

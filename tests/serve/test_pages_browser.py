@@ -14,7 +14,7 @@ from cleo_rules import load_pack
 from cleo_rules.resources import rules_dir
 
 from helpers import browser
-from helpers.netguard import loopback_only
+from helpers.browser import chrome, guard  # noqa: F401  (the module's browser fixtures)
 from helpers.service import Service
 
 pytestmark = pytest.mark.browser
@@ -25,22 +25,6 @@ CONVERSATION = "\n".join([
     "User: What about the smaller one?",
     "User: Thanks!",
 ])
-
-
-@pytest.fixture(scope="module")
-def guard():
-    with loopback_only() as attempts:
-        yield attempts
-    assert attempts == [], f"something reached for the network: {attempts}"
-
-
-@pytest.fixture(scope="module")
-def chrome(tmp_path_factory, guard):
-    driver = browser.start(tmp_path_factory.mktemp("profile"))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")

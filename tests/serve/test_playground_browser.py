@@ -24,7 +24,7 @@ from cleo_rules.decision import Part
 from cleo_rules.resources import corpus_dir, rules_dir
 
 from helpers import browser
-from helpers.netguard import loopback_only
+from helpers.browser import chrome, guard  # noqa: F401  (the module's browser fixtures)
 from helpers.service import Service
 
 pytestmark = pytest.mark.browser
@@ -53,22 +53,6 @@ def library_turns(pack, conversation):
     """``(message, history, decision)`` for every user turn, as the page sends them."""
     return [(item, conversation[:i], pack.classify(item, conversation[:i]))
             for i, item in enumerate(conversation) if isinstance(item, str)]
-
-
-@pytest.fixture(scope="module")
-def guard():
-    with loopback_only() as attempts:
-        yield attempts
-    assert attempts == [], f"something reached for the network: {attempts}"
-
-
-@pytest.fixture(scope="module")
-def chrome(tmp_path_factory, guard):
-    driver = browser.start(tmp_path_factory.mktemp("profile"))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(autouse=True)

@@ -18,29 +18,13 @@ from cleo_rules import load_pack
 from cleo_rules.resources import corpus_dir, rules_dir
 
 from helpers import browser
-from helpers.netguard import loopback_only
+from helpers.browser import chrome, guard  # noqa: F401  (the module's browser fixtures)
 from helpers.service import Service
 
 pytestmark = pytest.mark.browser
 
 FOLLOW_UPS = "rules/follow_ups.yaml"
 TEAM_CONVERSATION = ["Which flour supplier do we use for the Leeds shop?", "Could you bring me more?"]
-
-
-@pytest.fixture(scope="module")
-def guard():
-    with loopback_only() as attempts:
-        yield attempts
-    assert attempts == [], f"something reached for the network: {attempts}"
-
-
-@pytest.fixture(scope="module")
-def chrome(tmp_path_factory, guard):
-    driver = browser.start(tmp_path_factory.mktemp("profile"))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def playground(root, pack: str, cwd):
