@@ -136,7 +136,7 @@ def sample():
     """
     from ..resources import data_dir
 
-    click.get_binary_stream("stdout").write((data_dir() / "sample_memory.jsonl").read_bytes())
+    click.echo((data_dir() / "sample_memory.jsonl").read_bytes(), nl=False)  # bytes: written as they are
 
 
 @memory.command()
