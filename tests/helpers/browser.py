@@ -100,3 +100,19 @@ def chrome(tmp_path_factory, guard):
         yield driver
     finally:
         driver.quit()
+
+
+def type_in_rules(driver, after: str, keys: str, *, replace: int = 0) -> None:
+    """Put the caret after the first ``after`` in the rule file (selecting the ``replace`` characters that follow),
+    then type ``keys`` as a person would."""
+    found = driver.execute_script("""
+        const area = document.getElementById('rule-text');
+        const at = area.value.indexOf(arguments[0]);
+        if (at < 0) return -1;
+        area.focus();
+        area.setSelectionRange(at + arguments[0].length, at + arguments[0].length + arguments[1]);
+        return at;""", after, replace)
+    assert found >= 0, f"{after!r} is not in the file shown"
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).send_keys(keys).perform()

@@ -25,6 +25,7 @@ from cleo_rules.resources import corpus_dir, rules_dir
 
 from helpers import browser
 from helpers.browser import chrome, guard  # noqa: F401  (the module's browser fixtures)
+from helpers.browser import type_in_rules
 from helpers.service import Service
 
 pytestmark = pytest.mark.browser
@@ -449,20 +450,6 @@ def edit_state(driver) -> str:
 def open_file(driver, name: str, text_: str) -> None:
     Select(driver.find_element(By.ID, "rule-file")).select_by_value(name)
     wait(driver, lambda d: d.execute_script("return document.getElementById('rule-text').value") == text_)
-
-
-def type_in_rules(driver, after: str, keys: str, *, replace: int = 0) -> None:
-    """Put the caret after the first ``after`` in the rule file (selecting the ``replace`` characters that follow),
-    then type ``keys`` as a person would."""
-    found = driver.execute_script("""
-        const area = document.getElementById('rule-text');
-        const at = area.value.indexOf(arguments[0]);
-        if (at < 0) return -1;
-        area.focus();
-        area.setSelectionRange(at + arguments[0].length, at + arguments[0].length + arguments[1]);
-        return at;""", after, replace)
-    assert found >= 0, f"{after!r} is not in the file shown"
-    ActionChains(driver).send_keys(keys).perform()
 
 
 def test_an_edit_that_checks_is_written_and_the_turns_run_again(chrome, editable):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -19,6 +18,7 @@ from cleo_rules.resources import corpus_dir, rules_dir
 
 from helpers import browser
 from helpers.browser import chrome, guard  # noqa: F401  (the module's browser fixtures)
+from helpers.browser import type_in_rules
 from helpers.service import Service
 
 pytestmark = pytest.mark.browser
@@ -97,20 +97,6 @@ def enter(driver, lines) -> None:
 def open_file(driver, name: str, text_: str) -> None:
     Select(driver.find_element(By.ID, "rule-file")).select_by_value(name)
     wait(driver, lambda d: area_value(d) == text_)
-
-
-def type_in_rules(driver, after: str, keys: str, *, replace: int = 0) -> None:
-    """Put the caret after the first ``after`` in the rule file (selecting the ``replace`` characters that follow),
-    then type ``keys`` as a person would."""
-    found = driver.execute_script("""
-        const area = document.getElementById('rule-text');
-        const at = area.value.indexOf(arguments[0]);
-        if (at < 0) return -1;
-        area.focus();
-        area.setSelectionRange(at + arguments[0].length, at + arguments[0].length + arguments[1]);
-        return at;""", after, replace)
-    assert found >= 0, f"{after!r} is not in the file shown"
-    ActionChains(driver).send_keys(keys).perform()
 
 
 def in_view(driver, element) -> bool:
