@@ -15,7 +15,7 @@ from ..extras import MEMORY_MODULES
 from ..memory_backends import backend_for
 from ..serve.settings import DEFAULTS, ServeSettings
 
-SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client")
+SERVE_MODULES = ("starlette", "uvicorn", "prometheus_client", "swagger_ui", "pydantic")
 
 
 def _missing(modules) -> list[str]:

@@ -1,16 +1,20 @@
-"""Reading request bodies: JSON shape and limits, with the field at fault named.
+"""Reading request bodies: typed request models, one definition that judges a body and documents it.
+
+Each JSON request body is a pydantic model built from the service's settings
+(:func:`request_models`: the limits are the running service's), and its
+OpenAPI schema is generated from the same model (:func:`request_schemas`),
+so what the document states and what the service accepts cannot drift. A
+refusal names the field at fault (``history[2].content``, ``items[1].message``)
+and says what it must be; the wording is made here from the model's error
+(:func:`_refusal`), the field and E-code are the service's contract.
 
 These checks are the JSON shape of a request and the service's limits, and
 the library's own reading of a history (:func:`cleo_rules.history.read_history`),
 nothing more: what a history item *means* (a user message, a role-tagged
-turn) is the library's business. The rules here are the ones the OpenAPI
-document states (the request schemas beside each endpoint's registration in
-:mod:`cleo_rules.serve.endpoints`).
-
-Every refusal is a :class:`BadRequest` (a 400 problem), raised here and
-nowhere else: an endpoint reads its body first, so a ``TypeError`` or
-``ValueError`` from the work that follows is a fault of the service (a 500),
-never blamed on the request.
+turn) is the library's business. Every refusal is a :class:`BadRequest` (a
+400 problem), raised here and nowhere else: an endpoint reads its body
+first, so a ``TypeError`` or ``ValueError`` from the work that follows is a
+fault of the service (a 500), never blamed on the request.
 
 The limits hold for every form of a history item: ``max_message_chars`` is
 the longest message, history string and history item's ``content`` (a string,
@@ -18,22 +22,35 @@ or the texts of a list of parts, in all). No string and no field name of a
 request may hold a lone surrogate (``"\\ud800"``: JSON allows the escape, but
 the text is not Unicode and could be neither answered nor stored): the
 request, or the one batch item holding it, is refused with E319 before
-anything else is done with it.
+anything else is done with it. Every check is one pass over the decoded
+body, whose size the service bounds before it is read.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: pydantic reads the annotations of the models that
+# request_models builds inside a function, so they must be values, not strings.
 
 import json
+from functools import lru_cache
+from typing import Annotated, Any, Literal, NamedTuple, Optional, TypeVar
+
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr,
+                      ValidationError, WithJsonSchema, create_model)
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import PydanticCustomError
+from typing_extensions import TypeAliasType
 
 from ..history import ASSISTANT, USER, HistoryError, read_history
 from ..jsonl import json_type, lone_surrogate
 from ..kinds import DecisionKind
 from .problems import ServiceError
+from .routes import REF, ref
 
-__all__ = ["BadRequest", "check_unicode", "history_error", "parse_json", "read_batch", "read_classify",
-           "read_regression", "read_turn"]
+__all__ = ["BadRequest", "BatchRequest", "ClassifyRequest", "RegressionRequest", "RequestModels", "TurnRequest",
+           "check_unicode", "history_error", "parse_json", "read_batch", "read_classify", "read_regression",
+           "read_turn", "request_models", "request_schemas"]
 
-KINDS = tuple(DecisionKind)
+#: the kinds a regression case may expect, as JSON writes them
+KINDS = tuple(kind.value for kind in DecisionKind)
 #: the roles of a history item the history reader takes as it is when its content is a string
 PLAIN_ROLES = (USER, ASSISTANT)
 
@@ -95,27 +112,7 @@ def check_unicode(value, field: str = "") -> None:
             stack.extend((item[n], f"{where}[{n}]") for n in range(len(item) - 1, -1, -1))
 
 
-def _object(body, field: str, allowed: tuple[str, ...]) -> dict:
-    if not isinstance(body, dict):
-        raise _bad(field, f"{field or 'the body'} must be a JSON object, not {json_type(body)}")
-    for key in body:
-        if key not in allowed:
-            where = f"{field}.{key}" if field else key
-            raise _bad(where, f"unknown field {key!r}; {field or 'the body'} takes {', '.join(allowed)}")
-    return body
-
-
-def _message(body: dict, field: str, max_chars: int) -> str:
-    where = f"{field}.message" if field else "message"
-    if "message" not in body:
-        raise _bad(where, "message is required: the user's message, a string")
-    message = body["message"]
-    if not isinstance(message, str):
-        raise _bad(where, f"message must be a string, not {json_type(message)}")
-    if len(message) > max_chars:
-        raise _bad(where, f"message is {len(message)} characters; the limit is {max_chars}")
-    return message
-
+# -- the request models -------------------------------------------------------------------------
 
 def _content_chars(content) -> int:
     """How many characters of text a history item's ``content`` holds: a string's, or its parts' texts in all."""
@@ -129,33 +126,225 @@ def _content_chars(content) -> int:
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 total += len(part["text"])
         return total
-    return 0  # not text: the classifier says what is wrong with it
+    return 0  # not text: the history reader says what is wrong with it
 
 
-def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
-    where = f"{field}.history" if field else "history"
-    history = body.get("history")
-    if history is None:
-        return []
-    if not isinstance(history, list):
-        raise _bad(where, f"history must be an array of earlier messages, oldest first, not {json_type(history)}")
-    if len(history) > max_items:
-        raise _bad(where, f"history has {len(history)} items; the limit is {max_items}")
-    plain = True  # every item a string or {"role": "user" | "assistant", "content": str}: nothing to refuse
-    for n, item in enumerate(history):
+def _history_item(limit: int):
+    """The check of one history item: a string or an object, holding at most ``limit`` characters of text."""
+
+    def check(item):
         if isinstance(item, str):
-            if len(item) > max_chars:
-                raise _bad(f"{where}[{n}]", f"history[{n}] is {len(item)} characters; the limit is {max_chars}")
+            if len(item) > limit:
+                raise PydanticCustomError("too_many_chars", "is {chars} characters; the limit is {limit}",
+                                          {"chars": len(item), "limit": limit})
         elif isinstance(item, dict):
-            content = item.get("content")
-            chars = _content_chars(content)
-            if chars > max_chars:  # the same limit as a string item's, whatever the form
-                raise _bad(f"{where}[{n}].content", f"history[{n}].content holds {chars} characters of text; the "
-                                                    f"limit is {max_chars}")
-            plain = plain and type(content) is str and item.get("role") in PLAIN_ROLES
+            chars = _content_chars(item.get("content"))
+            if chars > limit:  # the same limit as a string item's, whatever the form
+                raise PydanticCustomError("too_many_chars", "holds {chars} characters of text; the limit is {limit}",
+                                          {"chars": chars, "limit": limit, "at": "content"})
         else:
-            raise _bad(f"{where}[{n}]", f"history[{n}] must be a string or an object, not {json_type(item)}")
-    if not plain:  # what the classifier will read: a history it refuses is the request's fault
+            raise PydanticCustomError("history_item_type", "must be a string or an object, not {type}",
+                                      {"type": json_type(item)})
+        return item
+
+    return check
+
+
+def _integral(value):
+    """JSON does not tell 5 from 5.0: a whole float is the integer."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+class _Request(BaseModel):
+    """A request body: nothing but its fields, each of its JSON type (no conversion), none unknown."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+# What a reader gets from each request (the types a body's fields are read as); the models that judge a body
+# are built from these at the service's limits (_models), so the limits are the running service's.
+
+class ClassifyRequest(_Request):
+    message: str
+    history: Optional[list] = None
+
+
+class BatchRequest(_Request):
+    items: list
+
+
+class TurnRequest(_Request):
+    message: str
+    history: Optional[list] = None
+    k: Optional[int] = None
+
+
+class RegressionRequest(_Request):
+    message: str
+    history: Optional[list] = None
+    expect: str
+    write: bool = False
+
+
+class RequestModels(NamedTuple):
+    """The request models at one set of limits, each a subclass of the request it judges."""
+
+    ClassifyRequest: type[ClassifyRequest]
+    BatchRequest: type[BatchRequest]
+    TurnRequest: type[TurnRequest]
+    RegressionRequest: type[RegressionRequest]
+
+
+def _history_types(limit: int, max_history: int):
+    """The history item and the history, as types the document names (``HistoryItem``, ``History``)."""
+    text = {"type": "string", "maxLength": limit}
+    # named type aliases at the service's limits: pydantic gives each a component of its name (a static checker
+    # takes a type alias only at module scope)
+    HistoryItem = TypeAliasType(  # pyright: ignore[reportGeneralTypeIssues]
+        "HistoryItem", Annotated[Any, AfterValidator(_history_item(limit)), WithJsonSchema({
+        "description": "An earlier turn: a string is a user message; an object is a role-tagged turn "
+                       "{\"role\": \"user\" | \"assistant\", \"content\": str} (OpenAI and LangChain chat "
+                       "convention), whose contents the classifier checks.",
+        "oneOf": [
+            {**text, "description": "an earlier user message"},
+            {"type": "object",
+             "description": f"a role-tagged turn; its content holds at most {limit} characters of text (a string, "
+                            f"or the texts of a list of parts in all); the classifier checks its members",
+             "properties": {"content": {"not": {"type": "string", "minLength": limit + 1}}},
+             "examples": [{"role": "assistant", "content": "Hadley Commercial is the cheaper of the two."}]},
+        ]})])
+    History = TypeAliasType("History", Annotated[  # pyright: ignore[reportGeneralTypeIssues]
+        Optional[Annotated[list[HistoryItem], Field(max_length=max_history)]],  # pyright: ignore
+        Field(description="Earlier turns, oldest first; null or absent means none.")])
+    return History
+
+
+@lru_cache(maxsize=16)
+def _models(max_message_chars: int, max_history: int, max_batch: int, max_k: int, default_k: int) -> RequestModels:
+    message = (Annotated[StrictStr, Field(max_length=max_message_chars, description="The user's message, as typed.")],
+               ...)
+    history = (_history_types(max_message_chars, max_history), None)
+
+    def model(base: type[_R], **fields) -> type[_R]:
+        return create_model(base.__name__, __base__=base, __module__=__name__, **fields)
+
+    return RequestModels(
+        ClassifyRequest=model(ClassifyRequest, message=message, history=history),
+        # each item is judged on its own (read_batch, then read_classify), so a bad one fails alone
+        BatchRequest=model(BatchRequest, items=(Annotated[list[Any], Field(
+            max_length=max_batch, json_schema_extra={"items": ref("ClassifyRequest")},
+            description="Each item is read as a ClassifyRequest; a bad item gets an error object in its place, the "
+                        "others are answered.")], ...)),
+        TurnRequest=model(TurnRequest, message=message, history=history, k=(Annotated[
+            Optional[Annotated[StrictInt, Field(ge=1, le=max_k)]], BeforeValidator(_integral),
+            Field(description=f"Results to ask for (default {default_k}).")], None)),
+        RegressionRequest=model(RegressionRequest, message=message, history=history, expect=(Annotated[
+            Literal[KINDS], Field(description="The kind the pack must give the message.")], ...),  # pyright: ignore
+            write=(Annotated[StrictBool, Field(
+                description="Append the case to the regressions file (needs --writable-corpus).")], False)),
+    )
+
+
+def request_models(settings) -> RequestModels:
+    """The request models at the limits of ``settings``, built once per set of limits."""
+    return _models(settings.max_message_chars, settings.max_history, settings.max_batch, settings.max_k,
+                   settings.default_k)
+
+
+class _Components(GenerateJsonSchema):
+    """JSON Schema as the OpenAPI document writes it: no generated titles."""
+
+    def field_title_should_be_set(self, schema) -> bool:
+        return False
+
+    def model_schema(self, schema):
+        generated = super().model_schema(schema)
+        generated.pop("title", None)
+        return generated
+
+
+def request_schemas(settings, *names: str) -> dict:
+    """The OpenAPI component schemas of the request models ``names`` (default: all) and of what they name
+    (``History``, ``HistoryItem``), generated from the models at the limits of ``settings``."""
+    models = request_models(settings)
+    chosen = [getattr(models, name) for name in (names or RequestModels._fields)]
+    _, generated = models_json_schema([(model, "validation") for model in chosen], ref_template=REF + "{model}",
+                                      schema_generator=_Components)
+    return generated["$defs"]
+
+
+# -- refusals -----------------------------------------------------------------------------------
+
+def _where(field: str, loc) -> str:
+    where = field
+    for part in loc:
+        where = f"{where}[{part}]" if isinstance(part, int) else (f"{where}.{part}" if where else str(part))
+    return where
+
+
+#: the order refusals are told in when a body has more than one fault: its shape, an unknown field, the rest
+_FIRST = {"model_type": 0, "model_attributes_type": 0, "extra_forbidden": 1}
+
+
+def _refusal(exc: ValidationError, model: type[BaseModel], field: str) -> BadRequest:
+    """The first fault of ``exc`` as a 400 naming its field."""
+    errors = exc.errors(include_url=False)
+    error = min(errors, key=lambda e: _FIRST.get(e["type"], 2))  # min keeps document order among equals
+    kind, loc, value, ctx = error["type"], error["loc"], error.get("input"), error.get("ctx") or {}
+    where = _where(field, loc)
+    name = where or "the body"
+    if kind in ("model_type", "model_attributes_type"):
+        detail = f"{name} must be a JSON object, not {json_type(value)}"
+    elif kind == "extra_forbidden":
+        taken = ", ".join(model.model_fields)
+        detail = f"unknown field {loc[-1]!r}; {_where(field, loc[:-1]) or 'the body'} takes {taken}"
+    elif kind == "missing":
+        about = model.model_fields[str(loc[0])].description or ""
+        detail = f"{loc[-1]} is required: {about[:1].lower()}{about[1:]}"
+    elif kind == "string_type":
+        detail = f"{name} must be a string, not {json_type(value)}"
+    elif kind == "string_too_long":
+        detail = f"{name} is {len(value)} characters; the limit is {ctx['max_length']}"
+    elif kind == "list_type":
+        detail = f"{name} must be an array, not {json_type(value)}"
+    elif kind == "too_long":
+        detail = f"{name} has {len(value)} items; the limit is {ctx['max_length']}"
+    elif kind == "int_type":
+        detail = f"{name} must be an integer, not {json_type(value)}"
+    elif kind == "greater_than_equal":
+        detail = f"{name} must be at least {ctx['ge']}, not {value}"
+    elif kind == "less_than_equal":
+        detail = f"{name} must be at most {ctx['le']}, not {value}"
+    elif kind == "literal_error":
+        detail = f"{name} must be one of {ctx['expected']}"
+    elif kind == "bool_type":
+        detail = f"{name} must be true or false"
+    elif kind in ("too_many_chars", "history_item_type"):
+        if "at" in ctx:
+            where = f"{where}.{ctx['at']}"
+        detail = f"{where} {error['msg']}"
+    else:  # a fault the models can give that has no wording of its own here
+        detail = f"{name}: {error['msg']}"
+    return BadRequest("invalid-request", detail, field=where or None)
+
+
+def _read(model: type[_R], body, field: str = "") -> _R:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise _refusal(exc, model, field) from None
+
+
+def _history(history, field: str) -> list:
+    """A history the model accepted, read as the classifier will read it: one it refuses is the request's fault."""
+    if not history:
+        return []
+    plain = all(isinstance(item, str) or (type(item.get("content")) is str and item.get("role") in PLAIN_ROLES)
+                for item in history)
+    if not plain:
         try:
             read_history(history)
         except (TypeError, ValueError) as exc:
@@ -166,27 +355,15 @@ def _history(body: dict, field: str, max_items: int, max_chars: int) -> list:
 def read_classify(body, settings, field: str = "") -> tuple[str, list]:
     """``(message, history)`` from a classify request (or one batch item at ``field``)."""
     check_unicode(body, field)
-    body = _object(body, field, ("message", "history"))
-    return _message(body, field, settings.max_message_chars), _history(body, field, settings.max_history,
-                                                                       settings.max_message_chars)
+    request = _read(request_models(settings).ClassifyRequest, body, field)
+    return request.message, _history(request.history, field)
 
 
 def read_turn(body, settings) -> tuple[str, list, int]:
     """``(message, history, k)`` from a turn request."""
     check_unicode(body)
-    body = _object(body, "", ("message", "history", "k"))
-    message = _message(body, "", settings.max_message_chars)
-    history = _history(body, "", settings.max_history, settings.max_message_chars)
-    k = body.get("k")
-    if k is None:
-        k = settings.default_k
-    elif isinstance(k, float) and k.is_integer():
-        k = int(k)  # JSON does not tell 5 from 5.0
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {json_type(body.get('k'))}")
-    if not 1 <= k <= settings.max_k:
-        raise _bad("k", f"k must be an integer from 1 to {settings.max_k}, not {k}")
-    return message, history, k
+    request = _read(request_models(settings).TurnRequest, body)
+    return request.message, _history(request.history, ""), settings.default_k if request.k is None else request.k
 
 
 def read_batch(body, settings) -> list:
@@ -196,15 +373,14 @@ def read_batch(body, settings) -> list:
         check_unicode({key: None for key in body})  # the field names here; each item's own are its own
         if not isinstance(body.get("items"), list):
             check_unicode(body)
-    body = _object(body, "", ("items",))
-    if "items" not in body:
-        raise _bad("items", "items is required: an array of {\"message\", \"history\"} objects")
-    items = body["items"]
-    if not isinstance(items, list):
-        raise _bad("items", f"items must be an array, not {json_type(items)}")
-    if len(items) > settings.max_batch:
-        raise _bad("items", f"items has {len(items)} entries; the limit is {settings.max_batch}")
-    return items
+    return _read(request_models(settings).BatchRequest, body).items
+
+
+def read_regression(body, settings) -> tuple[str, list, str, bool]:
+    """``(message, history, expect, write)`` from a request to save a turn as a regression case."""
+    check_unicode(body)
+    request = _read(request_models(settings).RegressionRequest, body)
+    return request.message, _history(request.history, ""), request.expect, request.write
 
 
 def history_error(exc: Exception, field: str = "") -> BadRequest:
@@ -216,19 +392,3 @@ def history_error(exc: Exception, field: str = "") -> BadRequest:
     """
     where = f"history[{exc.index}]" if isinstance(exc, HistoryError) else "history"
     return BadRequest("invalid-history", str(exc), field=f"{field}.{where}" if field else where)
-
-
-def read_regression(body, settings) -> tuple[str, list, str, bool]:
-    """``(message, history, expect, write)`` from a request to save a turn as a regression case."""
-    check_unicode(body)
-    if not isinstance(body, dict):
-        raise _bad("", "the body must be a JSON object with message, history and expect")
-    _object(body, "", ("message", "history", "expect", "write"))
-    message, history = read_classify({k: body[k] for k in ("message", "history") if k in body}, settings)
-    expect = body.get("expect")
-    if not isinstance(expect, str) or expect not in KINDS:
-        raise _bad("expect", f"expect must be one of {', '.join(KINDS)}")
-    write = body.get("write", False)
-    if not isinstance(write, bool):
-        raise _bad("write", "write must be true or false")
-    return message, history, expect, write

@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from ...explain import REASONS
 from ...kinds import DecisionKind
-from ..body import BadRequest, parse_json, read_batch, read_classify
+from ..body import BadRequest, parse_json, read_batch, read_classify, request_schemas
 from ..responses import JSON_TYPES, json_response
 from ..routes import endpoint, ref
 from .common import add_timings, admit, decision_record
@@ -28,48 +28,11 @@ __all__ = ["classify", "classify_batch", "explain", "explain_schemas", "openapi_
 
 
 def openapi_schemas(settings) -> dict:
-    """A classify request (limits from ``settings``), a batch of them, a decision and a batch's answer."""
-    text = {"type": "string", "maxLength": settings.max_message_chars}
-    limit = settings.max_message_chars
+    """A classify request and a batch of them (their models' schemas at the limits of ``settings``), a decision and a
+    batch's answer."""
     nullable_str = {"type": ["string", "null"]}
-    history_item = {
-        "description": "An earlier turn: a string is a user message; an object is a role-tagged turn "
-                       "{\"role\": \"user\" | \"assistant\", \"content\": str} (OpenAI and LangChain chat "
-                       "convention), whose contents the classifier checks.",
-        "oneOf": [
-            {**text, "description": "an earlier user message"},
-            {"type": "object",
-             "description": f"a role-tagged turn; its content holds at most {limit} characters of text (a string, "
-                            f"or the texts of a list of parts in all); the classifier checks its members",
-             "properties": {"content": {"not": {"type": "string", "minLength": limit + 1}}},
-             "examples": [{"role": "assistant", "content": "Hadley Commercial is the cheaper of the two."}]},
-        ],
-    }
-    history = {
-        "description": "Earlier turns, oldest first; null or absent means none.",
-        "type": ["array", "null"],
-        "maxItems": settings.max_history,
-        "items": ref("HistoryItem"),
-    }
     return {
-        "HistoryItem": history_item,
-        "ClassifyRequest": {
-            "type": "object",
-            "required": ["message"],
-            "additionalProperties": False,
-            "properties": {"message": {**text, "description": "The user's message, as typed."},
-                           "history": ref("History")},
-        },
-        "History": history,
-        "BatchRequest": {
-            "type": "object",
-            "required": ["items"],
-            "additionalProperties": False,
-            "properties": {"items": {"type": "array", "maxItems": settings.max_batch,
-                                     "description": "Each item is read as a ClassifyRequest; a bad item gets an "
-                                                    "error object in its place, the others are answered.",
-                                     "items": ref("ClassifyRequest")}},
-        },
+        **request_schemas(settings, "ClassifyRequest", "BatchRequest"),
         "Decision": {
             "type": "object",
             "description": "The classifier's decision, as `cleo-rules classify --jsonl` writes it.",

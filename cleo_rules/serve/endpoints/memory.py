@@ -29,7 +29,7 @@ from starlette.responses import Response
 
 from ...errors import IngestError, StoreError
 from ...kinds import DecisionKind, Source
-from ..body import parse_json, read_turn
+from ..body import parse_json, read_turn, request_schemas
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
 from ..routes import endpoint, ref
@@ -51,20 +51,9 @@ INGEST_STAGES = ("parse", "embed", "sql", "index", "save")
 def openapi_schemas(settings) -> dict:
     """A turn request (limits from ``settings``), a turn's and a recall's answer, and what an ingest, the stats
     and a delete answer."""
-    text = {"type": "string", "maxLength": settings.max_message_chars}
     nullable_str = {"type": ["string", "null"]}
     return {
-        "TurnRequest": {
-            "type": "object",
-            "required": ["message"],
-            "additionalProperties": False,
-            "properties": {
-                "message": {**text, "description": "The user's message, as typed."},
-                "history": ref("History"),
-                "k": {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_k,
-                      "description": f"Results to ask for (default {settings.default_k})."},
-            },
-        },
+        **request_schemas(settings, "TurnRequest"),
         "Result": {
             "type": "object",
             "required": ["source", "id", "item", "title", "date", "text", "score"],

@@ -26,7 +26,7 @@ from starlette.responses import Response
 
 from ... import families
 from ...errors import CleoError, PackError
-from ..body import parse_json, read_regression
+from ..body import parse_json, read_regression, request_schemas
 from ..problems import ServiceError
 from ..responses import JSON_TYPES, json_response
 from ..routes import endpoint, ref
@@ -109,7 +109,6 @@ def _status_schemas() -> dict:
 def openapi_schemas(settings) -> dict:
     """The pack serving now, as its status and the playground read it; a regression request (limits from
     ``settings``) and what saving it answers."""
-    text = {"type": "string", "maxLength": settings.max_message_chars}
     return {
         **_status_schemas(),
         "PackRules": {
@@ -151,19 +150,7 @@ def openapi_schemas(settings) -> dict:
                                "The pack does not get the case right yet, so it is saved `open: true`: `check` "
                                "reports it without failing, and asks for it to be closed once it passes.")}},
         },
-        "RegressionRequest": {
-            "type": "object",
-            "required": ["message", "expect"],
-            "additionalProperties": False,
-            "properties": {
-                "message": {**text, "description": "The user's message, as typed."},
-                "history": ref("History"),
-                "expect": {"enum": ["skip", "correction", "follow_up", "substantive"],
-                           "description": "The kind the pack must give the message."},
-                "write": {"type": "boolean", "default": False,
-                          "description": "Append the case to the regressions file (needs --writable-corpus)."},
-            },
-        },
+        **request_schemas(settings, "RegressionRequest"),
         "Reloaded": {"allOf": [ref("PackStatus"), {"type": "object", "required": ["reloaded"],
                                                     "properties": {"reloaded": {"type": "boolean"}}}]},
     }
