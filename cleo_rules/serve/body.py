@@ -161,7 +161,7 @@ _R = TypeVar("_R", bound=BaseModel)
 class _Request(BaseModel):
     """A request body: nothing but its fields, each of its JSON type (no conversion), none unknown."""
 
-    model_config = ConfigDict(strict=True, extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)  # built when first used
 
 
 # What a reader gets from each request (the types a body's fields are read as); the models that judge a body

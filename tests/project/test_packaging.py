@@ -4,10 +4,19 @@ embedding model is in neither: it is the wheel of models/cleo-rules-minilm, whic
 
 (.ci/run goes further: it installs the wheel with its dependencies into a fresh venv outside the
 checkout and uses it as a team would.)
+
+.ci/run builds the sdists and wheels of this checkout, and installs the core wheel into a fresh venv,
+before it runs the suite; it names them (``CLEO_RULES_TEST_DIST``, ``CLEO_RULES_TEST_CORE_VENV``) and
+these tests judge those very artifacts rather than building and installing their own, once each
+artifact is shown to be this checkout's: every file of the sdist is the checkout's file, the wheel is
+the one built beside it, and the venv holds every file of the wheel, byte for byte. Without them (make
+test on a workstation) the tests build and install their own.
 """
 
 from __future__ import annotations
 
+import base64
+import csv
 import hashlib
 import json
 import os
@@ -18,6 +27,7 @@ import tarfile
 import time
 import tomllib
 import zipfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -44,26 +54,56 @@ def test_editable_install_reads_the_top_level_directories():
     assert onnx_backend.bundled_model_dir() == MODEL_PROJECT / "cleo_rules_minilm" / "all-MiniLM-L6-v2"
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory):
-    """The sdist, and the wheel built from the sdist (as `python -m build` does by default)."""
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+#: the sdists and wheels of this checkout, and a fresh venv with the core wheel, as .ci/run built them
+BUILT = os.environ.get("CLEO_RULES_TEST_DIST")
+CORE_VENV = os.environ.get("CLEO_RULES_TEST_CORE_VENV")
+
+
+def _version(project: Path) -> str:
+    return tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+
+
+def _of_this_checkout(sdist: Path, project: Path) -> None:
+    """Fail unless every file of ``sdist`` is ``project``'s file of the same path, byte for byte."""
+    with tarfile.open(sdist) as tf:
+        for member in tf.getmembers():
+            name = member.name.split("/", 1)[1] if "/" in member.name else ""
+            if not member.isfile() or name == "PKG-INFO":
+                continue
+            data = tf.extractfile(member)
+            source = project / name
+            if name == ".gitignore":  # hatchling writes the nearest VCS ignore file, the repository's
+                source = next(d / name for d in (project, *project.parents) if (d / name).is_file())
+            assert data is not None and source.read_bytes() == data.read(), (
+                f"{sdist}: {name} is not this checkout's file (CLEO_RULES_TEST_DIST holds a build of other sources)")
+
+
+def _sdist_and_wheel(project: Path, dist_name: str, tmp_path_factory) -> tuple[Path, Path]:
+    """``project``'s sdist, and the wheel built from the sdist (as `python -m build` does by default): those .ci/run
+    built, once shown to be of this checkout, else built here."""
+    if BUILT:
+        stem = f"{dist_name}-{_version(project)}"
+        sdist, wheel = Path(BUILT) / f"{stem}.tar.gz", Path(BUILT) / f"{stem}-py3-none-any.whl"
+        _of_this_checkout(sdist, project)
+        return sdist, wheel
+    out = tmp_path_factory.mktemp(dist_name)
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(project)],
                    check=True, capture_output=True, text=True, timeout=300)
     (sdist,) = out.glob("*.tar.gz")
     (wheel,) = out.glob("*.whl")
     return sdist, wheel
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    """The sdist, and the wheel built from the sdist."""
+    return _sdist_and_wheel(ROOT, "cleo_rules", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def model_dist(tmp_path_factory):
     """The model package's sdist, and its wheel built from the sdist."""
-    out = tmp_path_factory.mktemp("model-dist")
-    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(MODEL_PROJECT)],
-                   check=True, capture_output=True, text=True, timeout=300)
-    (sdist,) = out.glob("*.tar.gz")
-    (wheel,) = out.glob("*.whl")
-    return sdist, wheel
+    return _sdist_and_wheel(MODEL_PROJECT, "cleo_rules_minilm", tmp_path_factory)
 
 
 def _requires(metadata: str) -> list[str]:
@@ -220,10 +260,28 @@ def test_installed_version_shows_the_package_and_the_bundled_pack(installed):
         f"cleo-rules {version}\nbundled pack: {manifest['pack']} {manifest['version']}\n"
 
 
+def _holds(venv: Path, wheel: Path) -> None:
+    """Fail unless ``venv`` holds every file of ``wheel`` as the wheel's RECORD lists it, byte for byte."""
+    (site,) = venv.glob("lib/python*/site-packages")
+    with zipfile.ZipFile(wheel) as zf:
+        (record,) = [n for n in zf.namelist() if n.endswith(".dist-info/RECORD")]
+        for name, digest, _ in csv.reader(zf.read(record).decode().splitlines()):
+            if not digest:
+                continue  # the RECORD itself
+            algorithm, _, expected = digest.partition("=")
+            found = base64.urlsafe_b64encode(hashlib.new(algorithm, (site / name).read_bytes()).digest())
+            assert found.rstrip(b"=").decode() == expected, (
+                f"{venv}: {name} is not the wheel's (CLEO_RULES_TEST_CORE_VENV holds another install)")
+
+
 @pytest.fixture(scope="module")
 def venv(dist, tmp_path_factory):
-    """The wheel installed with pip, its dependencies with it, into a fresh venv: what a user has."""
+    """The wheel installed with pip, its dependencies with it, into a fresh venv: what a user has (.ci/run's, once
+    shown to hold this very wheel, else made here)."""
     _, wheel = dist
+    if CORE_VENV:
+        _holds(Path(CORE_VENV), wheel)
+        return Path(CORE_VENV)
     where = tmp_path_factory.mktemp("venv") / "v"
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, capture_output=True, timeout=300)
     subprocess.run([str(where / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
