@@ -154,9 +154,9 @@ def main():
           f"{os.path.relpath(path)}")
     print(f"team pack built on cleo-en: {time.monotonic() - started:.1f} s")
 
-    # The integrator's first hour (issue 33's done-when): the README's LangChain example, as written, run against
-    # this pack. It needs the [langchain] extra, which this core venv does not have, so it runs in the extras venv
-    # of .ci/wheel_extras.py (beside its langchain() check, with write_team() from here for the pack); add it there.
+    # The integrator's first hour, the README's LangChain example as written, needs the [langchain] extra, which
+    # this core venv does not have: .ci/wheel_extras.py runs it in the extras venv (readme_examples), with numpy
+    # unimportable, as a LangChain user without numpy has it.
 
 
 if __name__ == "__main__":
