@@ -129,6 +129,10 @@ def _content_chars(content) -> int:
     return 0  # not text: the history reader says what is wrong with it
 
 
+#: the errors the history item's check raises, whose message is the whole predicate
+_OWN = ("too_many_chars", "history_item_type")
+
+
 def _history_item(limit: int):
     """The check of one history item: a string or an object, holding at most ``limit`` characters of text."""
 
@@ -287,6 +291,21 @@ def _where(field: str, loc) -> str:
 
 #: the order refusals are told in when a body has more than one fault: its shape, an unknown field, the rest
 _FIRST = {"model_type": 0, "model_attributes_type": 0, "extra_forbidden": 1}
+#: what a refusal says after the field's name, by the model's error type ({type} and {length} are the value's,
+#: the other fields the error's context)
+_SAYS = {
+    "model_type": "must be a JSON object, not {type}",
+    "model_attributes_type": "must be a JSON object, not {type}",
+    "string_type": "must be a string, not {type}",
+    "string_too_long": "is {length} characters; the limit is {max_length}",
+    "list_type": "must be an array, not {type}",
+    "too_long": "has {length} items; the limit is {max_length}",
+    "int_type": "must be an integer, not {type}",
+    "greater_than_equal": "must be at least {ge}, not {value}",
+    "less_than_equal": "must be at most {le}, not {value}",
+    "literal_error": "must be one of {expected}",
+    "bool_type": "must be true or false",
+}
 
 
 def _refusal(exc: ValidationError, model: type[BaseModel], field: str) -> BadRequest:
@@ -295,39 +314,19 @@ def _refusal(exc: ValidationError, model: type[BaseModel], field: str) -> BadReq
     error = min(errors, key=lambda e: _FIRST.get(e["type"], 2))  # min keeps document order among equals
     kind, loc, value, ctx = error["type"], error["loc"], error.get("input"), error.get("ctx") or {}
     where = _where(field, loc)
-    name = where or "the body"
-    if kind in ("model_type", "model_attributes_type"):
-        detail = f"{name} must be a JSON object, not {json_type(value)}"
-    elif kind == "extra_forbidden":
+    if kind == "extra_forbidden":
         taken = ", ".join(model.model_fields)
         detail = f"unknown field {loc[-1]!r}; {_where(field, loc[:-1]) or 'the body'} takes {taken}"
     elif kind == "missing":
         about = model.model_fields[str(loc[0])].description or ""
         detail = f"{loc[-1]} is required: {about[:1].lower()}{about[1:]}"
-    elif kind == "string_type":
-        detail = f"{name} must be a string, not {json_type(value)}"
-    elif kind == "string_too_long":
-        detail = f"{name} is {len(value)} characters; the limit is {ctx['max_length']}"
-    elif kind == "list_type":
-        detail = f"{name} must be an array, not {json_type(value)}"
-    elif kind == "too_long":
-        detail = f"{name} has {len(value)} items; the limit is {ctx['max_length']}"
-    elif kind == "int_type":
-        detail = f"{name} must be an integer, not {json_type(value)}"
-    elif kind == "greater_than_equal":
-        detail = f"{name} must be at least {ctx['ge']}, not {value}"
-    elif kind == "less_than_equal":
-        detail = f"{name} must be at most {ctx['le']}, not {value}"
-    elif kind == "literal_error":
-        detail = f"{name} must be one of {ctx['expected']}"
-    elif kind == "bool_type":
-        detail = f"{name} must be true or false"
-    elif kind in ("too_many_chars", "history_item_type"):
-        if "at" in ctx:
-            where = f"{where}.{ctx['at']}"
-        detail = f"{where} {error['msg']}"
-    else:  # a fault the models can give that has no wording of its own here
-        detail = f"{name}: {error['msg']}"
+    elif kind in _SAYS:
+        length = len(value) if isinstance(value, (str, list)) else None
+        detail = f"{where or 'the body'} " + _SAYS[kind].format_map({**ctx, "type": json_type(value),
+                                                                     "length": length, "value": value})
+    else:  # the history item's own checks (their message made with their context), or a fault with no wording here
+        where = f"{where}.{ctx['at']}" if "at" in ctx else where
+        detail = f"{where or 'the body'} {error['msg']}" if kind in _OWN else f"{where or 'the body'}: {error['msg']}"
     return BadRequest("invalid-request", detail, field=where or None)
 
 
