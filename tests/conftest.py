@@ -61,18 +61,15 @@ def pytest_collection_modifyitems(config, items):
 # read what the other workers raised from the files they write when they finish.
 
 _LAST_SCOPE = "(the suite-wide tests, last)"
-# The files that take longest, by file name, longest first (as timed in a whole run on two workers):
-# handed out before the others (which go in order of their number of tests), so that no long file
-# starts when the rest of the run is done. A name missing here only makes the run end less evenly;
-# nothing is skipped.
+# The files that take longest, by file name, longest first: handed out before the others (which go
+# in order of their number of tests), so that no long file starts when the rest of the run is done.
+# A name missing here only makes the run end less evenly; nothing is skipped.
 SLOW_FILES = (
-    "test_hostile_pack_mutations.py", "test_hostile_clients_service.py", "test_editing_incremental.py",
-    "test_editing_handover.py", "test_check_formats.py", "test_corpus_check.py", "test_packaging.py",
-    "test_precommit_hook.py", "test_readme_examples.py", "test_postgres_store.py", "test_hostile_clients_bounds.py",
-    "test_pack_cache.py", "test_runtime_busy.py", "test_runtime_cache.py", "test_hostile_store.py",
-    "test_playground_designer_browser.py", "test_hostile_clients_hosts.py", "test_serve_memory.py",
-    "test_reading_flow.py", "test_corpus_diff.py", "test_cli_rules.py", "test_compose.py",
-    "test_hostile_clients_postgres.py", "test_init.py",
+    "test_pack_cache.py", "test_check_formats.py", "test_hostile_clients_service.py", "test_corpus_check.py",
+    "test_hostile_clients_bounds.py", "test_hostile_store.py", "test_postgres_store.py", "test_packaging.py",
+    "test_playground_browser.py", "test_runtime_cache.py", "test_precommit_hook.py",
+    "test_hostile_pack_mutations.py", "test_memory_backends.py", "test_embedding_provenance.py",
+    "test_runtime_busy.py", "test_hostile_clients_postgres.py", "test_readme_examples.py",
 )
 
 
