@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from build_lexicon import word_list  # scripts/ is on sys.path when a script of it runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,17 +62,8 @@ def render(words: list[str], top: int, always: int) -> str:
         "sets:",
         "  given_names:",
         f"    description: {json.dumps(f'the {top} most frequent male and female first names of the 1990 US census, less the most common English words but for the {always} most frequent')}",
-        "    words: [",
+        *word_list(words),
     ]
-    row = ""
-    for w in words:
-        item = json.dumps(w) + ", "
-        if len(row) + len(item) > 100:
-            lines.append("      " + row.rstrip())
-            row = ""
-        row += item
-    lines.append("      " + row.rstrip().rstrip(","))
-    lines.append("    ]")
     return "\n".join(lines) + "\n"
 
 

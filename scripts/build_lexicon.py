@@ -178,17 +178,23 @@ def render(sets: dict, args) -> str:
         "qualifiers": "frequent words used mostly as adjectives (WordNet tagged counts)",
     }
     for name, words in sets.items():
-        lines += [f"  {name}:", f"    description: {json.dumps(descriptions[name])}", "    words: ["]
-        row = ""
-        for w in words:
-            item = json.dumps(w) + ", "
-            if len(row) + len(item) > 100:
-                lines.append("      " + row.rstrip())
-                row = ""
-            row += item
-        lines.append("      " + row.rstrip().rstrip(","))
-        lines.append("    ]")
+        lines += [f"  {name}:", f"    description: {json.dumps(descriptions[name])}", *word_list(words)]
     return "\n".join(lines) + "\n"
+
+
+def word_list(words) -> list[str]:
+    """The lines of a vocabulary set's ``words:``, a flow list of JSON strings in rows of at most 100 characters."""
+    lines = ["    words: ["]
+    row = ""
+    for w in words:
+        item = json.dumps(w) + ", "
+        if len(row) + len(item) > 100:
+            lines.append("      " + row.rstrip())
+            row = ""
+        row += item
+    lines.append("      " + row.rstrip().rstrip(","))
+    lines.append("    ]")
+    return lines
 
 
 def main(argv=None) -> int:
