@@ -87,6 +87,14 @@ def _surrogate(what: str, field: str, text: str, at: int) -> BadRequest:
                        f"character {at}), which is not valid Unicode", code="E319")
 
 
+def _where(field: str, loc) -> str:
+    """The field at ``loc`` (names and indexes) inside ``field``, as a refusal names it: ``items[2].history[0]``."""
+    where = field
+    for part in loc:
+        where = f"{where}[{part}]" if isinstance(part, int) else (f"{where}.{part}" if where else str(part))
+    return where
+
+
 def check_unicode(value, field: str = "") -> None:
     """A 400 (E319) naming the first string or field name in ``value`` that holds a lone surrogate.
 
@@ -106,10 +114,10 @@ def check_unicode(value, field: str = "") -> None:
                 at = lone_surrogate(key)
                 if at is not None:
                     raise _surrogate("field name", where, key, at)
-                inner.append((sub, f"{where}.{key}" if where else key))
+                inner.append((sub, _where(where, (key,))))
             stack.extend(reversed(inner))
         elif isinstance(item, list):
-            stack.extend((item[n], f"{where}[{n}]") for n in range(len(item) - 1, -1, -1))
+            stack.extend((item[n], _where(where, (n,))) for n in range(len(item) - 1, -1, -1))
 
 
 # -- the request models -------------------------------------------------------------------------
@@ -282,13 +290,6 @@ def request_schemas(settings, *names: str) -> dict:
 
 # -- refusals -----------------------------------------------------------------------------------
 
-def _where(field: str, loc) -> str:
-    where = field
-    for part in loc:
-        where = f"{where}[{part}]" if isinstance(part, int) else (f"{where}.{part}" if where else str(part))
-    return where
-
-
 #: the order refusals are told in when a body has more than one fault: its shape, an unknown field, the rest
 _FIRST = {"model_type": 0, "model_attributes_type": 0, "extra_forbidden": 1}
 #: what a refusal says after the field's name, by the model's error type ({type} and {length} are the value's,
@@ -389,5 +390,5 @@ def history_error(exc: Exception, field: str = "") -> BadRequest:
     about (``history[2]``), else the whole ``history``; the detail is the
     library's own message.
     """
-    where = f"history[{exc.index}]" if isinstance(exc, HistoryError) else "history"
-    return BadRequest("invalid-history", str(exc), field=f"{field}.{where}" if field else where)
+    loc = ("history", exc.index) if isinstance(exc, HistoryError) else ("history",)
+    return BadRequest("invalid-history", str(exc), field=_where(field, loc))
