@@ -6,7 +6,9 @@ Each memo is a :class:`Memo` (or a ``functools.lru_cache`` registered with :func
 everything its value is made of: a file's text, a pattern's text, a group's hash, a pack's decision key
 (:func:`cleo_rules.corpus.judge.decision_key`). A key never names a value made of anything else, so what is
 found is what would be worked out again: nothing is ever stale, and nothing is kept beyond the process (the
-code is its own). :func:`clear_memos` empties them all: a judgement then starts from nothing, as the first one does.
+code is its own; what a corpus run decided is also stored in the compiled-pack cache, under a key that adds the
+code: :mod:`cleo_rules.corpus.decisions_cache`). :func:`clear_memos` empties them all: a judgement then starts
+from nothing in this process, as the first one does.
 """
 
 from __future__ import annotations

@@ -170,8 +170,9 @@ def found_referent(d) -> tuple[str | None, str | None]:
 class Evaluator:
     """Runs cases against one pack and says why each one fails."""
 
-    def __init__(self, pack):
+    def __init__(self, pack, kept=None):
         self.pack = pack
+        self.kept = kept  # the decisions stored for the pack (a decisions_cache.Kept), or None
         self.referent_ids = frozenset(r.id for r in pack.referent_rules)
         self.rules = {r.id: r for r in pack.all_rules()}
         self.vocab_ids = frozenset(s.id for s in pack.vocab_sets)
@@ -215,17 +216,25 @@ class Evaluator:
     def decide(self, message: str, history) -> Decision:
         """``pack.classify(message, history)``, remembered by what decides it (:func:`decision_key`): a pack
         edited in what does not change a decision (a description, a template, a case) decides again only the
-        messages it has not decided before."""
+        messages it has not decided before. With :attr:`kept`, a decision another process made and stored is read
+        back (:mod:`.decisions_cache`), and every decision this evaluator gives is kept to be stored."""
         if self._key is None:
             self._key = decision_key(self.pack)
-        key = (self._key, message, json.dumps([plain_item(h) for h in history], ensure_ascii=False))
+        said = json.dumps([plain_item(h) for h in history], ensure_ascii=False)
+        key = (self._key, message, said)
         known = _decided.get(key)
-        if known is not None:
-            return known
-        d = self.pack.classify(message, history)
-        if not (d.note or "").startswith("timeout"):  # a search that ran out of time is no decision to remember
-            _decided.put(key, d)
-        return d
+        if known is None and self.kept is not None:
+            known = self.kept.get(message, said)
+            if known is not None:
+                _decided.put(key, known)
+        if known is None:
+            known = self.pack.classify(message, history)
+            if (known.note or "").startswith("timeout"):  # a search that ran out of time is no decision to remember
+                return known
+            _decided.put(key, known)
+        if self.kept is not None:
+            self.kept.add(message, said, known)
+        return known
 
     def judge(self, case: Case, d) -> Outcome:
         """How the decision ``d`` (for ``case``) measures up to the case's expectations."""

@@ -41,6 +41,7 @@ from ..text import normalize
 from . import files as cfiles
 from .files import default_corpus_dir, display
 from .cases_cache import generated
+from .decisions_cache import kept_for
 from .generate import rule_kind
 from .judge import Evaluator, Outcome
 from .model import CROSS, HAND, Case, CorpusError, plain_item, problem, role_tagged
@@ -267,9 +268,14 @@ def run_corpus(pack, corpus_dir=None, *, base=None) -> Report:
             report.stale = find_stale(groups, gen_files, corpus_dir)
     report.problems += _find_bad_references(cases, pack)
     report.problems += find_contradictions(cases)
-    ev = Evaluator(pack)
+    kept = kept_for(pack)
+    ev = Evaluator(pack, kept)
     report.outcomes = [ev.run(c) for c in cases if not c.open]
     report.open = [ev.run(c) for c in cases if c.open]
+    if kept is not None and kept.pending:
+        for c in cases:  # a case judged from memory gave no decision: each one's (remembered) to store them all
+            ev.decide(c.message, c.history)
+        kept.save()
     if base is not None:
         report.outcomes, decided = _decided_by_left_out(pack, base, report.outcomes)
         report.skipped += decided

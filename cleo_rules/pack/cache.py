@@ -20,20 +20,22 @@ compiled as usual and not cached, so every error is found and placed by the
 compiler, as without a cache; a pack that does not compile is never written.
 
 **An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
-nothing that can run code); the corpus its templates generate, under the
-same key (:mod:`cleo_rules.corpus.cases_cache`); or the serving gate's acceptance
-of a pack and its corpus (:func:`cleo_rules.runtime.load_checked`, whose key adds
-every corpus file). Each is written to a temporary file in the directory and
-renamed over the entry (``os.replace``), so a reader sees a whole entry or
-none, whatever other processes do. Each entry carries an HMAC-SHA256 of its
-key and contents under a secret of 32 random bytes kept in the directory
-(``key``, mode 0600, created once): an entry that is truncated, corrupted,
-written under another key or by someone without the secret is ignored and
-the pack compiled again. At most :data:`MAX_ENTRIES` are kept, the least
+nothing that can run code); the corpus its templates generate, under the same
+key (:mod:`cleo_rules.corpus.cases_cache`); the serving gate's acceptance of a
+pack and its corpus (:func:`cleo_rules.runtime.load_checked`, whose key adds
+every corpus file); or the decisions a corpus run made, under a key of what
+decides them (:mod:`cleo_rules.corpus.decisions_cache`). Each is written to a
+temporary file in the directory and renamed over the entry (``os.replace``), so
+a reader sees a whole entry or none, whatever other processes do. Each entry
+carries an HMAC-SHA256 of its key and contents under a secret of 32 random
+bytes kept in the directory (``key``, mode 0600, created once): an entry that
+is truncated, corrupted, written under another key or by someone without the
+secret is ignored and the pack compiled again. At most :data:`MAX_ENTRIES` of
+each kind are kept (:data:`MAX_DECISION_ENTRIES` of decisions), the least
 recently used removed first. While an edit of a pack is judged
-(:func:`written_later`), the compiled pack's and the corpus's entries are
-written by a background thread once the editing pauses, never on the path of
-the request; the gate's acceptance is written at once.
+(:func:`written_later`), the compiled pack's, the corpus's and the decisions'
+entries are written by a background thread once the editing pauses, never on
+the path of the request; the gate's acceptance is written at once.
 
 **Relocated.** An entry serves a pack from any directory; so does a pack
 compiled in this process: :func:`relocate` gives a pack compiled from one
@@ -72,14 +74,16 @@ from .model import Pack
 from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
 
 __all__ = ["ENV", "ENTRY_KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
-           "key", "key_of", "location", "relocate", "store_entry", "written_later"]
+           "key", "key_of", "location", "outside_code", "relocate", "store_entry", "written_later"]
 
 log = logging.getLogger("cleo_rules")
 
 ENV = "CLEO_RULES_CACHE"
-#: what an entry holds: a compiled pack, the corpus its templates generate, or the serving gate's acceptance
-ENTRY_KINDS = ("pack", "corpus", "gate")
-MAX_ENTRIES = 32  # of each kind
+#: what an entry holds: a compiled pack, the corpus its templates generate, the serving gate's acceptance, or the
+#: decisions a corpus run made (by what decides them: :mod:`cleo_rules.corpus.decisions_cache`)
+ENTRY_KINDS = ("pack", "corpus", "gate", "decisions")
+MAX_ENTRIES = 32  # of each kind but decisions
+MAX_DECISION_ENTRIES = 8  # a few MB each: the decisions on a corpus of thousands of cases
 MAX_ENTRY_BYTES = 256 << 20
 _OFF = frozenset({"off", "0", "no", "false", "none"})
 _MAGIC = b"cleo-rules compiled pack\n"
@@ -214,7 +218,7 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def _outside_code() -> list[list] | None:
+def outside_code() -> list[list] | None:
     """``[kind, family_code]`` of each family registered from outside the package; None when one's code cannot be
     read."""
     found = []
@@ -268,7 +272,7 @@ def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str
 def _keyed(pack_dir: Path, manifest_path: Path, more: list | None = None) -> tuple[str, list[Path]] | None:
     """:func:`key`, and the directories of the packs the pack is built on."""
     found = _inputs(pack_dir, manifest_path)
-    outside = _outside_code()
+    outside = outside_code()
     if found is None or outside is None:
         return None
     text = json.dumps([environment(), found[0]] + ([more] if more is not None else [])
@@ -416,8 +420,8 @@ class Store:
         self._prune()
 
     def _prune(self) -> None:
-        """Keep the :data:`MAX_ENTRIES` most recently used entries of each kind; remove a crashed writer's
-        temporary files."""
+        """Keep the :data:`MAX_ENTRIES` most recently used entries of each kind (:data:`MAX_DECISION_ENTRIES` of
+        decisions); remove a crashed writer's temporary files."""
         entries: dict[str, list] = {kind: [] for kind in ENTRY_KINDS}
         now = time.time()
         try:
@@ -435,8 +439,8 @@ class Store:
                     entries[kind].append((mtime, name))
             except OSError:
                 continue
-        for found in entries.values():
-            for _, name in sorted(found)[:-MAX_ENTRIES]:
+        for kind, found in entries.items():
+            for _, name in sorted(found)[:-(MAX_DECISION_ENTRIES if kind == "decisions" else MAX_ENTRIES)]:
                 try:
                     (self.root / name).unlink()
                 except OSError:
