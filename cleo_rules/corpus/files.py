@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,31 @@ def render_corpus_file(path: Path, header: dict, cases, *, what: str) -> str:
 # -- reading -----------------------------------------------------------------
 
 
+#: what the fast reading of a generated file's header leaves to the YAML loader: characters YAML refuses or
+#: reads otherwise (controls, tabs and line ends but the newline, surrogates, Unicode line breaks, byte order marks)
+_NOT_PLAIN = re.compile("[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\ud800-\\udfff\\u2028\\u2029\\ufeff\\ufffe\\uffff]")
+_HEADER_LINE = re.compile(r'  ([a-z][a-z_]*): (?:"([^"\\]*)"|(0|[1-9][0-9]{0,17}))')
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})  # keys YAML 1.1 reads otherwise
+
+
+def _generated_header(lines: list[str]) -> dict | None:
+    """The lines above ``cases:`` as the YAML loader reads them, when they are laid out as the generator writes
+    them (comments, ``kind: corpus``, ``generated:``, then ``  key: "text"`` or ``  key: integer``, a string
+    with no escape or quote, every character one YAML reads as itself); else None, and the loader reads them."""
+    if _NOT_PLAIN.search("\n".join(lines)):
+        return None
+    body = [line for line in lines if not line.startswith("#")]
+    if body[:2] != ["kind: corpus", "generated:"] or len(body) < 3:
+        return None
+    header: dict = {}
+    for line in body[2:]:
+        m = _HEADER_LINE.fullmatch(line)
+        if m is None or m[1] in _YAML_WORDS or m[1] in header:
+            return None
+        header[m[1]] = m[2] if m[2] is not None else int(m[3])
+    return {"kind": "corpus", "generated": header}
+
+
 def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
     """The generator's own layout: a small YAML header, then one JSON object per case line.
 
@@ -141,8 +167,10 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
         start = lines.index("cases:")
     except ValueError:
         return None
-    src, _ = parse_yaml("\n".join(lines[:start]), path, shown)
-    head = src.data if src is not None else None
+    head = _generated_header(lines[:start])
+    if head is None:
+        src, _ = parse_yaml("\n".join(lines[:start]), path, shown)
+        head = src.data if src is not None else None
     if not isinstance(head, dict) or head.get("kind") != "corpus" or not isinstance(head.get("generated"), dict):
         return None
     header = head["generated"]

@@ -101,3 +101,48 @@ def test_an_edited_generated_file_is_still_read_with_positions(tmp_path):
 
 def test_no_directory_no_cases(tmp_path):
     assert read_dir(tmp_path / "nowhere") == ([], [], [])
+
+
+# a generated file's header: the generator's own lines, and lines near them that YAML reads otherwise or refuses
+header_keys = st.sampled_from(["pack", "pack_version", "rule", "from", "hash", "generator", "on", "yes", "null",
+                               "n", "Rule", "a-b", "kind"])
+near_values = st.one_of(
+    st.integers(-5, 10**20).map(str), st.sampled_from(["010", "1_000", "0x1f", "1.5", "~", "yes", "true", "[]"]),
+    st.text(max_size=12), st.text(max_size=12).map(lambda t: '"' + t + '"'))
+plain_values = st.one_of(st.integers(0, 10**18).map(str),
+                         st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'),
+                                 max_size=12).map(lambda t: '"' + t + '"'))
+plain_lines = st.tuples(st.sampled_from(["pack", "pack_version", "rule", "from", "hash", "generator"]),
+                        plain_values).map(lambda kv: f"  {kv[0]}: {kv[1]}")
+header_lines = st.lists(st.one_of(
+    plain_lines, plain_lines, plain_lines, plain_lines, plain_lines, plain_lines,
+    st.tuples(header_keys, near_values).map(lambda kv: f"  {kv[0]}: {kv[1]}"),
+    st.text(max_size=12).map(lambda t: "#" + t), st.sampled_from(["", "generated:", "kind: corpus", "  - x"])),
+    max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=header_lines, first=st.sampled_from([["kind: corpus", "generated:"], ["generated:"], ["# a", "kind: corpus",
+                                                                                                 "generated:"]]))
+def test_a_generated_header_is_read_as_the_yaml_loader_reads_it_or_left_to_it(lines, first):
+    from cleo_rules.corpus.files import _generated_header
+    from cleo_rules.reading.load import parse_yaml
+
+    header = first + lines
+    fast = _generated_header(header)
+    if fast is None:
+        return
+    src, problems = parse_yaml("\n".join(header), Path("h.yaml"), "h.yaml")
+    assert problems == [] and src is not None
+    assert fast == src.data and [type(v) for v in fast["generated"].values()] == \
+           [type(v) for v in src.data["generated"].values()]
+
+
+def test_every_bundled_generated_header_is_read_without_the_loader():
+    from cleo_rules.corpus.files import _generated_header
+
+    generated = sorted((rules_dir().parent / "corpus" / GENERATED_DIR).glob("*.yaml"))
+    assert len(generated) > 50
+    for path in generated:
+        lines = path.read_text(encoding="utf-8").split("\n")
+        assert _generated_header(lines[:lines.index("cases:")]) is not None, path.name
