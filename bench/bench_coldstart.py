@@ -17,14 +17,15 @@ cached, as an installed package has it (in a directory of the benchmark's
 own, ``PYTHONPYCACHEPREFIX``, filled by an untimed first run, so no checkout
 is written to); ``--source-only`` runs them as an environment with
 ``PYTHONDONTWRITEBYTECODE=1`` and no bytecode does, every module compiled
-from source in every process. This checkout runs with its
-compiled-pack cache warm (filled before the first timed run), cold (a new
-empty cache directory every run: it compiles and writes the cache) and off
-(``CLEO_RULES_CACHE=off``). Every command runs in a neutral working
-directory, so each checkout uses its own bundled pack. Variants run
-interleaved, ``--runs`` rounds; the table shows medians of the process's CPU
-time (user + system, from ``resource.getrusage(RUSAGE_CHILDREN)``; for
-``serve``, from ``/proc`` when ``/readyz`` first answers) and of wall time,
+from source in every process. This checkout runs with its compiled-pack cache
+warm (filled before the first timed run), cold (a new empty cache directory
+every run: it compiles and writes the cache) and off
+(``CLEO_RULES_CACHE=off``); the baseline off (every ratio is to it) and warm.
+Every command runs in a neutral working directory, so each checkout uses its
+own bundled pack. Variants run interleaved, ``--runs`` rounds; the table shows
+medians of the process's CPU time (user + system, from
+``resource.getrusage(RUSAGE_CHILDREN)``; for ``serve``, from ``/proc`` when
+``/readyz`` first answers) and of wall time,
 with each figure's ratio to the baseline's.
 
 Usage: python bench/bench_coldstart.py [--runs N] [--baseline DIR] [--only classify|check|serve ...] [--source-only]
@@ -143,6 +144,7 @@ def main() -> None:
         base_env["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")
     variants = {  # name -> (checkout, cache setting: a directory, "off", or "fresh" for a new one every run)
         "baseline": (args.baseline, "off"),
+        "baseline, warm": (args.baseline, str(warm_cache)),
         "new, cache warm": (ROOT, str(warm_cache)),
         "new, cache cold": (ROOT, "fresh"),
         "new, cache off": (ROOT, "off"),
