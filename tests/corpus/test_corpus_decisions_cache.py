@@ -31,11 +31,29 @@ from cleo_rules.pack.model import Pack
 from cleo_rules.resources import rules_dir
 
 
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """A copy of the bundled pack and its corpus, judged once from nothing: the cache holding its decisions, and
+    what the run reported."""
+    root = tmp_path_factory.mktemp("stored")
+    shutil.copytree(rules_dir(), root / "rules")
+    shutil.copytree(corpus_dir_of(rules_dir()), root / "corpus")
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv(cache.ENV, str(root / "cache"))
+        report = run_corpus(fresh(root / "rules"))
+        cache.flush()
+    clear_memos()
+    assert len(list((root / "cache").glob("decisions-*.json"))) == 1
+    return root, summary(report), report.ok
+
+
 @pytest.fixture
-def pack_dir(tmp_path, monkeypatch):
+def pack_dir(tmp_path, monkeypatch, stored):
+    """This test's own copy of the pack, and of the cache holding its decisions."""
+    root, _, _ = stored
+    for name in ("rules", "corpus", "cache"):
+        shutil.copytree(root / name, tmp_path / name)
     monkeypatch.setenv(cache.ENV, str(tmp_path / "cache"))
-    shutil.copytree(rules_dir(), tmp_path / "rules")
-    shutil.copytree(corpus_dir_of(rules_dir()), tmp_path / "corpus")
     clear_memos()  # what this process remembers is not what the cache stores
     yield tmp_path / "rules"
     clear_memos()
@@ -68,21 +86,16 @@ def fresh(pack_dir):
     return compile_pack(pack_dir, check_examples=False)
 
 
-def test_the_decisions_are_read_back_and_judged_as_made(pack_dir, classified):
-    pack = fresh(pack_dir)
-    first = run_corpus(pack)
-    made = len(classified)
-    assert made > 5000 and len(entries(pack_dir)) == 1
-    classified.clear()
+def test_the_decisions_are_read_back_and_judged_as_made(pack_dir, classified, stored):
+    _, first, ok = stored
     again = run_corpus(fresh(pack_dir))
     assert classified == []  # every decision read back
-    assert summary(again) == summary(first) and again.ok == first.ok
+    assert summary(again) == first and again.ok == ok
     assert len(entries(pack_dir)) == 1  # nothing new to store
 
 
 def test_each_decision_read_back_is_the_one_classifying_gives(pack_dir):
     pack = fresh(pack_dir)
-    run_corpus(pack)
     kept = decisions_cache.kept_for(pack)
     assert kept is not None
     stored = kept._known
@@ -94,7 +107,6 @@ def test_each_decision_read_back_is_the_one_classifying_gives(pack_dir):
 
 
 def test_an_edit_that_decides_is_another_key_one_that_does_not_is_the_same(pack_dir, classified):
-    run_corpus(fresh(pack_dir))
     # the pack's name and description never decide: the decisions are read back, with the new pack's identity
     manifest = pack_dir / "pack.yaml"
     text = manifest.read_text(encoding="utf-8")
@@ -122,7 +134,6 @@ def test_an_edit_that_decides_is_another_key_one_that_does_not_is_the_same(pack_
 
 
 def test_a_damaged_entry_or_row_is_classified_again(pack_dir, classified):
-    run_corpus(fresh(pack_dir))
     entry, = entries(pack_dir)
     entry.write_bytes(entry.read_bytes()[:-10])  # the signature no longer holds
     classified.clear()
@@ -142,6 +153,8 @@ def test_a_damaged_entry_or_row_is_classified_again(pack_dir, classified):
 
 
 def test_a_decision_cut_short_is_never_stored(pack_dir, monkeypatch):
+    for entry in entries(pack_dir):
+        entry.unlink()
     pack = fresh(pack_dir)
     real = Pack.classify
     cut = []
@@ -160,12 +173,12 @@ def test_a_decision_cut_short_is_never_stored(pack_dir, monkeypatch):
     assert all(message != cut[0] for message, _ in kept._known)
 
 
-def test_without_a_cache_nothing_is_stored(pack_dir, classified, monkeypatch):
+def test_without_a_cache_nothing_is_read_or_stored(pack_dir, classified, monkeypatch):
     monkeypatch.setenv(cache.ENV, "off")
+    before = [(p.name, p.read_bytes()) for p in sorted((pack_dir.parent / "cache").iterdir())]
     run_corpus(fresh(pack_dir))
-    classified.clear()
-    run_corpus(fresh(pack_dir))
-    assert len(classified) > 5000 and entries(pack_dir) == []
+    assert len(classified) > 5000
+    assert [(p.name, p.read_bytes()) for p in sorted((pack_dir.parent / "cache").iterdir())] == before
 
 
 def test_at_most_a_few_decision_entries_are_kept(tmp_path, monkeypatch):
@@ -205,7 +218,7 @@ finally:
 
 
 def test_check_in_another_process_classifies_no_corpus_message_again(pack_dir):
-    env = dict(os.environ, **{cache.ENV: str(pack_dir.parent / "cache")})
+    env = dict(os.environ, **{cache.ENV: str(pack_dir.parent / "empty-cache")})  # the first process decides
     runs = [subprocess.run([sys.executable, "-c", CHECK, str(pack_dir)], env=env, capture_output=True, text=True,
                            timeout=120) for _ in range(2)]
     for res in runs:
