@@ -258,6 +258,10 @@ def lint_pattern(src: LoadedFile, ptr: str, rid: str | None, pattern: str) -> tu
         return None, [src.problem("E130", f"pattern does not compile: {getattr(exc, 'msg', exc)}{where}",
                                   ptr, rule=rid, offset=offset, rank=3,
                                   help="fix the regex syntax; in YAML prefer single quotes so backslashes stay as typed")]
+    except ValueError as exc:  # flags that exclude each other, (?a)(?u): the engine raises no regex.error for them
+        return None, [src.problem("E130", f"pattern does not compile: {exc}", ptr, rule=rid, rank=3,
+                                  help="keep one of the flags (?a), (?u) and (?L); a rule's text is Unicode, so (?u), "
+                                       "the default, is the one to keep")]
     problems = control
     if compiled.groupindex:
         problems.append(src.problem("E138", f"pattern uses named group(s) {', '.join(compiled.groupindex)}", ptr,

@@ -103,6 +103,15 @@ def test_missing_counterexamples(tmp_path):
     assert "counterexamples" in p.message and "both directions" in p.help
 
 
+@pytest.mark.parametrize("flags", ["(?a)(?u)", "(?aL)", "(?u)(?a)"])
+def test_flags_that_exclude_each_other_are_a_pattern_that_does_not_compile(tmp_path, flags):
+    """The engine refuses (?a) with (?u) or (?L) with a ValueError, not its own error: a located E130 all the same."""
+    p = only(make(tmp_path, corr=CORR.replace("pattern: '\\bwe", f"pattern: '{flags}\\bwe")), "E130")
+    assert (p.line, p.pointer, p.rule) == (5, "/rules/0/pattern", "correction.already-tried")
+    assert p.message == "pattern does not compile: ASCII, LOCALE and UNICODE flags are mutually incompatible"
+    assert "keep one of the flags" in p.help
+
+
 def test_empty_examples_list(tmp_path):
     corr = CORR.replace('examples: ["We tried that one already."]', "examples: []")
     p = only(make(tmp_path, corr=corr), "E125")
