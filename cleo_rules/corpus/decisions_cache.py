@@ -4,16 +4,19 @@ Running the corpus is most of a ``check``: each case's message is classified
 with its conversation. What a decision depends on is the pack's
 :func:`~.judge.decision_key` (its settings, every rule of every family but
 what never decides, the word lists) and the code that classifies, so the
-decisions are stored under a key made of both: the decision key, the
-environment a compiled pack is keyed by (:func:`cleo_rules.pack.cache.environment`:
-every module of the package, Python and the libraries) and the code of each
-rule family registered from outside the package. A pack whose files changed
+decisions are stored under a key made of both, as every entry's key is made
+(:func:`cleo_rules.pack.cache.code_key`): the decision key, the environment a
+compiled pack is keyed by (every module of the package, Python and the
+libraries) and the code of each rule family registered from outside the
+package. A pack whose files changed
 only in what does not decide (a description, a template, a case, its name or
 version), a team pack adding nothing that decides, or the same pack in another
 directory or another process, is judged from the decisions already made; the
 judging itself, against each case's expectations, is done every time.
 
-An entry holds the decisions of one run's messages, as plain JSON; a decision
+The entry is read only when a decision is not remembered in the process
+(:data:`~.judge._decided`), and written when a run classified one afresh. An
+entry holds the decisions of one run's messages, as plain JSON; a decision
 read back carries the identity (name, version, hash) of the pack being judged,
 as one made now would. A decision cut short by a pattern's time limit is never
 stored. A pack with a rule of a family whose state cannot be written as data
@@ -23,8 +26,6 @@ nothing stored for it is ever found again.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 
 from ..decision import Decision, Part, make_decision
@@ -43,51 +44,62 @@ def entry_key(pack) -> str | None:
     """The key the decisions of ``pack`` are stored under; None when the code of an outside family cannot be read."""
     from .judge import decision_key
 
-    outside = cache.outside_code()
-    if outside is None:
-        return None
-    text = json.dumps([cache.environment(), decision_key(pack), outside], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return cache.code_key({"decisions": decision_key(pack)})
 
 
 class Kept:
-    """The decisions stored for one pack, read once; those looked up or made since, stored by :meth:`save`."""
+    """The decisions stored for one pack, read when first asked for (a run whose decisions this process remembers
+    reads nothing); those given since, stored by :meth:`save` when one of them was classified afresh."""
 
-    def __init__(self, pack, store: cache.Store, key: str, known: dict[tuple[str, str], list]):
+    def __init__(self, pack, store: cache.Store, key: str):
         self._identity = (pack.name, pack.version, pack.content_hash)
         self._store = store
         self._key = key
-        self._known = known
+        self._known: dict[tuple[str, str], list] | None = None
         self._used: dict[tuple[str, str], Decision] = {}
         self._added = False
 
+    def stored(self) -> dict[tuple[str, str], list]:
+        """The stored rows by ``(message, history JSON)``: read from the entry once; empty when there is none or it
+        is not of this format."""
+        if self._known is None:
+            self._known = {}
+            doc = self._store.read(self._key, kind=_KIND)
+            if doc is not None:
+                try:
+                    if doc.get("format") != _FORMAT:
+                        raise ValueError(f"stored format {doc.get('format')!r}")
+                    self._known = {(m, h): row for m, h, row in doc["decisions"]
+                                   if isinstance(m, str) and isinstance(h, str)}
+                except (KeyError, TypeError, ValueError) as exc:
+                    log.debug("decisions cache entry %s not used: %s: %s", self._key, type(exc).__name__, exc)
+        return self._known
+
     def get(self, message: str, history: str) -> Decision | None:
         """The stored decision on ``message`` after ``history`` (its JSON, as the memo of decisions keys it), or None."""
-        row = self._known.get((message, history))
+        row = self.stored().get((message, history))
         if row is None:
             return None
         try:
-            decision = _decision(message, row, self._identity)
+            return _decision(message, row, self._identity)
         except (IndexError, KeyError, TypeError, ValueError) as exc:
             log.debug("a stored decision not used: %s: %s", type(exc).__name__, exc)
             return None
-        return decision
 
-    def add(self, message: str, history: str, decision: Decision) -> None:
-        """Keep ``decision`` (on ``message`` after ``history``) to be stored."""
-        key = (message, history)
-        if key not in self._used:
-            self._used[key] = decision  # written as a row when stored
-            self._added = self._added or key not in self._known
+    def add(self, message: str, history: str, decision: Decision, *, classified: bool) -> None:
+        """Keep ``decision`` (on ``message`` after ``history``) to be stored; ``classified`` when it was made now,
+        not read back or remembered."""
+        self._used.setdefault((message, history), decision)  # written as a row when stored
+        self._added = self._added or classified
 
     @property
     def pending(self) -> bool:
-        """Whether a decision was made that is not stored."""
+        """Whether a decision was classified afresh since the last :meth:`save`."""
         return self._added
 
     def save(self) -> None:
-        """Store the decisions looked up or made, when one was made that was not stored (now, or later while an
-        edit is judged: :func:`cleo_rules.pack.cache.written_later`)."""
+        """Store the decisions given, when one was classified afresh (now, or later while an edit is judged:
+        :func:`cleo_rules.pack.cache.written_later`)."""
         if not self._added:
             return
         used = list(self._used.items())
@@ -97,22 +109,12 @@ class Kept:
 
 
 def kept_for(pack) -> Kept | None:
-    """The decisions stored for ``pack``'s decision key (none yet: an empty :class:`Kept`); None without a cache."""
+    """The decisions stored for ``pack``'s decision key, read when first asked for; None without a cache."""
     store = cache.Store.open()
     key = entry_key(pack) if store is not None else None
     if store is None or key is None:
         return None
-    known: dict[tuple[str, str], list] = {}
-    doc = store.read(key, kind=_KIND)
-    if doc is not None:
-        try:
-            if doc.get("format") != _FORMAT:
-                raise ValueError(f"stored format {doc.get('format')!r}")
-            known = {(m, h): row for m, h, row in doc["decisions"] if isinstance(m, str) and isinstance(h, str)}
-        except (KeyError, TypeError, ValueError) as exc:
-            log.debug("decisions cache entry %s not used: %s: %s", key, type(exc).__name__, exc)
-            known = {}
-    return Kept(pack, store, key, known)
+    return Kept(pack, store, key)
 
 
 def _row(d: Decision) -> list:

@@ -227,13 +227,14 @@ class Evaluator:
             known = self.kept.get(message, said)
             if known is not None:
                 _decided.put(key, known)
-        if known is None:
+        classified = known is None
+        if classified:
             known = self.pack.classify(message, history)
             if (known.note or "").startswith("timeout"):  # a search that ran out of time is no decision to remember
                 return known
             _decided.put(key, known)
         if self.kept is not None:
-            self.kept.add(message, said, known)
+            self.kept.add(message, said, known, classified=classified)
         return known
 
     def judge(self, case: Case, d) -> Outcome:

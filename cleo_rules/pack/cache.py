@@ -73,8 +73,8 @@ from . import compose
 from .model import Pack
 from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
 
-__all__ = ["ENV", "ENTRY_KINDS", "MAX_ENTRIES", "Store", "compiled", "environment", "file_digest", "flush", "inputs",
-           "key", "key_of", "location", "outside_code", "relocate", "store_entry", "written_later"]
+__all__ = ["ENV", "ENTRY_KINDS", "MAX_ENTRIES", "Store", "code_key", "compiled", "environment", "file_digest", "flush",
+           "inputs", "key", "key_of", "location", "relocate", "store_entry", "written_later"]
 
 log = logging.getLogger("cleo_rules")
 
@@ -218,7 +218,7 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def outside_code() -> list[list] | None:
+def _outside_code() -> list[list] | None:
     """``[kind, family_code]`` of each family registered from outside the package; None when one's code cannot be
     read."""
     found = []
@@ -272,12 +272,21 @@ def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str
 def _keyed(pack_dir: Path, manifest_path: Path, more: list | None = None) -> tuple[str, list[Path]] | None:
     """:func:`key`, and the directories of the packs the pack is built on."""
     found = _inputs(pack_dir, manifest_path)
-    outside = outside_code()
-    if found is None or outside is None:
+    if found is None:
         return None
-    text = json.dumps([environment(), found[0]] + ([more] if more is not None else [])
-                      + ([{"families": outside}] if outside else []), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest(), found[1]
+    wanted = code_key(found[0], *([more] if more is not None else []))
+    return None if wanted is None else (wanted, found[1])
+
+
+def code_key(*parts) -> str | None:
+    """A SHA-256 over ``parts`` (plain data) and everything besides them that decides what the code makes of them:
+    :func:`environment` and the code of each rule family registered from outside the package (:func:`_outside_code`);
+    None when that code cannot be read. Every entry's key is one."""
+    outside = _outside_code()
+    if outside is None:
+        return None
+    text = json.dumps([environment(), *parts] + ([{"families": outside}] if outside else []), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # -- the store -------------------------------------------------------------------------------------------

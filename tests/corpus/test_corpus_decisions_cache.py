@@ -94,11 +94,26 @@ def test_the_decisions_are_read_back_and_judged_as_made(pack_dir, classified, st
     assert len(entries(pack_dir)) == 1  # nothing new to store
 
 
+def test_a_run_whose_decisions_the_process_remembers_reads_no_entry(pack_dir, classified, monkeypatch):
+    pack = fresh(pack_dir)
+    run_corpus(pack)  # read back from the entry
+    reads = []
+    real = cache.Store.read
+
+    def read(self, key, kind="pack"):
+        reads.append(kind)
+        return real(self, key, kind)
+
+    monkeypatch.setattr(cache.Store, "read", read)
+    again = run_corpus(pack)
+    assert classified == [] and "decisions" not in reads and again.outcomes
+
+
 def test_each_decision_read_back_is_the_one_classifying_gives(pack_dir):
     pack = fresh(pack_dir)
     kept = decisions_cache.kept_for(pack)
     assert kept is not None
-    stored = kept._known
+    stored = kept.stored()
     assert len(stored) > 5000
     for message, history in list(stored)[::7]:  # a seventh of them, every kind among them
         back = kept.get(message, history)
@@ -119,7 +134,7 @@ def test_an_edit_that_decides_is_another_key_one_that_does_not_is_the_same(pack_
     assert classified == [] and len(entries(pack_dir)) == 1
     kept = decisions_cache.kept_for(renamed)
     assert kept is not None
-    message, history = next(iter(kept._known))
+    message, history = next(iter(kept.stored()))
     back = kept.get(message, history)
     assert (back.pack, back.pack_version, back.pack_hash) == ("cleo-en-renamed", renamed.version, renamed.content_hash)
     # a setting decides: another key, and every message is classified again
@@ -169,8 +184,8 @@ def test_a_decision_cut_short_is_never_stored(pack_dir, monkeypatch):
     monkeypatch.setattr(Pack, "classify", timing_out)
     run_corpus(pack)
     kept = decisions_cache.kept_for(pack)
-    assert kept is not None and len(kept._known) > 5000
-    assert all(message != cut[0] for message, _ in kept._known)
+    assert kept is not None and len(kept.stored()) > 5000
+    assert all(message != cut[0] for message, _ in kept.stored())
 
 
 def test_without_a_cache_nothing_is_read_or_stored(pack_dir, classified, monkeypatch):
@@ -201,10 +216,10 @@ made = []
 real = decisions_cache.Kept.add
 
 
-def add(self, message, history, decision):
-    if (message, history) not in self._known:
+def add(self, message, history, decision, *, classified):
+    if classified:
         made.append(message)
-    return real(self, message, history, decision)
+    return real(self, message, history, decision, classified=classified)
 
 
 decisions_cache.Kept.add = add
