@@ -27,6 +27,9 @@ log = logging.getLogger("cleo_rules")
 
 _KIND = "corpus"
 _FORMAT = 1
+#: the cases read back or stored most recently, so that a process judging the same pack again (the same files, in
+#: that directory or another) does not read and decode them again (:class:`cleo_rules.pack.cache.Recent`)
+_recent: cache.Recent[list[Group]] = cache.Recent(_KIND, 2)
 
 
 def generated(pack) -> list[Group]:
@@ -34,17 +37,29 @@ def generated(pack) -> list[Group]:
     wanted = cache.key_of(pack)
     store = cache.Store.open() if wanted is not None else None
     if store is not None and wanted is not None:
+        kept = _recent.get(store, wanted)
+        if kept is not None:
+            return _copied(kept)
         doc = store.read(wanted, kind=_KIND)
         if doc is not None:
             try:
-                return _read(doc)
+                kept = _read(doc)
             except (KeyError, TypeError, ValueError) as exc:
                 log.debug("corpus cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
+            else:
+                _recent.put(store, wanted, kept)
+                return _copied(kept)
     groups = generate(pack)
     if store is not None and wanted is not None:
-        kept = [Group(g.name, g.source, g.hash, list(g.cases), g.templates) for g in groups]  # as they are now
-        cache.store_entry(store, wanted, lambda: _write(kept), kind=_KIND)
+        kept = _copied(groups)  # as they are now
+        cache.store_entry(store, wanted, lambda: _write(kept), kind=_KIND,
+                          written=lambda: _recent.put(store, wanted, kept))
     return groups
+
+
+def _copied(groups: list[Group]) -> list[Group]:
+    """Groups of their own holding the same cases (a case is never changed; a group's list of them may be)."""
+    return [Group(g.name, g.source, g.hash, list(g.cases), g.templates) for g in groups]
 
 
 def _case(case: Case) -> dict:

@@ -194,7 +194,8 @@ def _read_lines(path: Path, shown: str, text: str) -> CorpusFile | None:
     return cf
 
 
-#: generated files read in the generator's own layout, by their text and where they are: at most 16 MiB of text
+#: generated files read in the generator's own layout, by their text and how messages name them (the cases hold
+#: that name, not the path: a copy of the directory, named alike, is read once): at most 16 MiB of text
 _read = Memo(16 << 20)
 
 
@@ -213,7 +214,7 @@ def _read_generated(path: Path, shown: str) -> tuple[CorpusFile | None, list[Pro
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [problem("E210", f"generated corpus file cannot be read: {exc}", shown, 0, 1, help=help, rank=1)]
-    key = (hashlib.sha256(text.encode("utf-8")).digest(), str(path), shown)
+    key = (hashlib.sha256(text.encode("utf-8")).digest(), shown)
     known = _read.get(key)
     if known is not None:
         return CorpusFile(path, shown, known.header, list(known.cases)), []

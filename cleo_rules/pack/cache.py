@@ -40,12 +40,19 @@ the path of the request; the gate's acceptance is written at once.
 **Relocated.** An entry serves a pack from any directory; so does a pack
 compiled in this process: :func:`relocate` gives a pack compiled from one
 directory as compiling another directory holding the very same files would
-(its key the same), without reading them again.
+(its key the same), without reading them again. And a process that compiles
+the same files again (a check run twice, the same pack in two directories)
+takes the pack it last read back or stored under that key, relocated, instead
+of reading and decoding its entry again, while the entry is the one it saw
+then (the same file, size and modification time: an entry rewritten, damaged or
+removed since is read, or the pack compiled, as the first time); at most
+:data:`MAX_RECENT` packs are remembered (:class:`Recent`).
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import functools
 import hashlib
@@ -61,6 +68,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from typing import Generic, TypeVar
 from pathlib import Path
 
 import regex
@@ -92,6 +100,8 @@ _STALE_TEMP = 3600.0  # seconds after which a temporary file is a crashed writer
 _warned: set[str] = set()
 _keys: weakref.WeakKeyDictionary[Pack, str] = weakref.WeakKeyDictionary()  # see key_of
 _keys_lock = threading.Lock()
+_T = TypeVar("_T")
+MAX_RECENT = 2  # packs: one the size of cleo-en holds about 17 MB, much of it shared with its relocations
 
 
 def _warn_once(message: str, level: int = logging.WARNING) -> None:
@@ -412,6 +422,19 @@ class Store:
             pass
         return doc
 
+    def seen(self, key: str, kind: str = "pack", *, touch: bool = False) -> tuple | None:
+        """The entry of ``kind`` under ``key`` as the file system shows it (inode, size, modification time), or None
+        when there is none; with ``touch`` marked recently used first (pruned last). An entry written or changed
+        since shows otherwise."""
+        path = self.path(key, kind)
+        try:
+            if touch:
+                os.utime(path, follow_symlinks=False)
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
     def write(self, key: str, doc: dict, kind: str = "pack") -> None:
         """Store ``doc`` under ``key``: a whole new entry appears at once, or nothing changes."""
         payload = json.dumps(doc, separators=(",", ":")).encode("ascii")
@@ -456,11 +479,57 @@ class Store:
                     pass
 
 
+class Recent(Generic[_T]):
+    """What this process read back from entries of one kind, or stored in them, most recently (at most ``size``),
+    each with its entry as the file system showed it then (:meth:`Store.seen`): :meth:`get` gives it back while
+    the entry is still that file, unchanged, so what was read and decoded once is not read and decoded again; an
+    entry rewritten, damaged or removed since is read again, or what it holds made again, as the first time."""
+
+    def __init__(self, kind: str, size: int):
+        self.kind, self.size = kind, size
+        self._held: collections.OrderedDict[tuple[str, str], tuple[_T, tuple]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, store: Store, key: str) -> _T | None:
+        """What :meth:`put` kept for ``key`` in ``store`` while its entry is unchanged (marked recently used), or
+        None."""
+        held = (str(store.root), key)
+        with self._lock:
+            value, seen = self._held.get(held, (None, None))
+        if value is None or seen != store.seen(key, self.kind):
+            return None
+        self.put(store, key, value)
+        return value
+
+    def put(self, store: Store, key: str, value: _T) -> None:
+        """Keep ``value``, read from or written to the entry of ``key`` in ``store``, with the entry as it is now
+        (touched: recently used); nothing when there is no entry."""
+        held = (str(store.root), key)
+        seen = store.seen(key, self.kind, touch=True)
+        with self._lock:
+            if seen is None:
+                self._held.pop(held, None)
+                return
+            self._held[held] = (value, seen)
+            self._held.move_to_end(held)
+            while len(self._held) > self.size:
+                self._held.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+
+#: the packs read back or stored most recently (:func:`compiled`)
+_recent: Recent[Pack] = Recent("pack", MAX_RECENT)
+
+
 # -- writing entries, now or later -----------------------------------------------------------------------
 
 
 _later = threading.local()
-_pending: dict[tuple[str, str], tuple[Store, Callable[[], dict]]] = {}  # (kind, key) -> (store, what to write)
+#: (kind, key) -> (store, what to write, what to call once it is written)
+_pending: dict[tuple[str, str], tuple[Store, Callable[[], dict], Callable[[], object] | None]] = {}
 _pending_lock = threading.Condition()
 _writer: threading.Thread | None = None
 QUIET = 1.0  # seconds without a new entry to write before the entries waiting are written
@@ -481,16 +550,17 @@ def written_later():
         _later.on = was
 
 
-def store_entry(store: Store, key: str, make: Callable[[], dict], kind: str = "pack") -> None:
-    """Store ``make()`` under ``key``: now, or later within :func:`written_later`. An entry that cannot be made
-    (a value the snapshot does not store) or written is left out, as if there were no cache."""
+def store_entry(store: Store, key: str, make: Callable[[], dict], kind: str = "pack",
+                written: Callable[[], object] | None = None) -> None:
+    """Store ``make()`` under ``key``: now, or later within :func:`written_later`, then call ``written()``. An entry
+    that cannot be made (a value the snapshot does not store) or written is left out, as if there were no cache."""
     if not getattr(_later, "on", False):
-        _write_entry(store, key, make, kind)
+        _write_entry(store, key, make, kind, written)
         return
     global _writer
     with _pending_lock:
         _pending.pop((kind, key), None)
-        _pending[(kind, key)] = (store, make)
+        _pending[(kind, key)] = (store, make, written)
         waiting = [k for k in _pending if k[0] == kind]
         for old in waiting[:-PENDING]:
             del _pending[old]
@@ -500,13 +570,17 @@ def store_entry(store: Store, key: str, make: Callable[[], dict], kind: str = "p
         _pending_lock.notify_all()
 
 
-def _write_entry(store: Store, key: str, make: Callable[[], dict], kind: str) -> None:
+def _write_entry(store: Store, key: str, make: Callable[[], dict], kind: str,
+                 written: Callable[[], object] | None = None) -> None:
     try:
         store.write(key, make(), kind)
     except Unstorable as exc:  # what the pack holds says why: a family's rules the snapshot cannot write
         log.info("pack cache entry %s-%s not written: %s", kind, key, exc)
     except (OSError, ValueError, TypeError) as exc:
         log.debug("pack cache entry %s-%s not written: %s: %s", kind, key, type(exc).__name__, exc)
+    else:
+        if written is not None:
+            written()
 
 
 def _write_pending() -> None:
@@ -525,9 +599,9 @@ def flush() -> None:
         with _pending_lock:
             if not _pending:
                 return
-            (kind, key), (store, make) = next(iter(_pending.items()))
+            (kind, key), (store, make, written) = next(iter(_pending.items()))
             del _pending[(kind, key)]
-        _write_entry(store, key, make, kind)
+        _write_entry(store, key, make, kind, written)
 
 
 atexit.register(flush)
@@ -548,16 +622,25 @@ def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -
     if store is None or keyed is None:
         return compile()
     wanted, base_dirs = keyed
+    recent = _recent.get(store, wanted)
+    if recent is not None:
+        try:
+            return _known(relocated(recent, pack_dir, manifest_path, base_dirs), wanted)
+        except (Unstorable, ValueError) as exc:
+            log.debug("pack %s not relocated: %s: %s", recent.name, type(exc).__name__, exc)
     doc = store.read(wanted)
     if doc is not None:
         try:
-            return _known(from_data(doc, pack_dir, manifest_path, base_dirs), wanted)
+            pack = _known(from_data(doc, pack_dir, manifest_path, base_dirs), wanted)
         except Exception as exc:  # noqa: BLE001 - an entry this version cannot read is compiled again
             log.debug("pack cache entry %s not used: %s: %s", wanted, type(exc).__name__, exc)
+        else:
+            _recent.put(store, wanted, pack)
+            return pack
     pack = compile()
     if key(pack_dir, manifest_path) == wanted:
         _known(pack, wanted)
-        store_entry(store, wanted, lambda: to_data(pack))
+        store_entry(store, wanted, lambda: to_data(pack), written=lambda: _recent.put(store, wanted, pack))
     return pack
 
 

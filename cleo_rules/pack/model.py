@@ -153,6 +153,9 @@ class Pack:
     matcher works them out. ``composition`` says what the pack is built on
     (:class:`Composition`; empty for a pack that extends nothing): its bases'
     files are kept there, and ``sources`` holds the pack's own files only.
+    ``matcher`` is another pack's, given only for a pack of the very same
+    settings, rules, lexicon and identity (a pack relocated:
+    :func:`.snapshot.relocated`); otherwise it is built from them.
     """
 
     __slots__ = ("name", "version", "locale", "description", "path", "content_hash", "settings", "family_rules",
@@ -164,7 +167,7 @@ class Pack:
                  family_rules: Mapping[str, tuple] = MappingProxyType({}), lexicon=MappingProxyType({}),
                  referent_words=MappingProxyType({}), manifest: LoadedFile | None = None,
                  sources: Mapping[str, LoadedFile] = MappingProxyType({}), requirements=None,
-                 composition: Composition = NOTHING):
+                 composition: Composition = NOTHING, matcher=None):
         rules: dict[str, tuple] = {FileKind.VOCABULARY: tuple(vocab_sets), FileKind.FOLLOW_UPS: tuple(follow_ups),
                  FileKind.CORRECTIONS: tuple(corrections), FileKind.REFERENTS: tuple(referent_rules)}
         rules.update((kind, tuple(given)) for kind, given in family_rules.items())
@@ -188,9 +191,10 @@ class Pack:
                                          for r in given)
         object.__setattr__(self, "_all", everything)
         object.__setattr__(self, "_by_id", {r.id: r for r in reversed(everything)})
-        object.__setattr__(self, "_matcher", build_matcher(settings, rules, (name, version, content_hash),
-                                                           lexicon=lexicon, referent_words=referent_words,
-                                                           requirements=requirements))
+        if matcher is None:
+            matcher = build_matcher(settings, rules, (name, version, content_hash), lexicon=lexicon,
+                                    referent_words=referent_words, requirements=requirements)
+        object.__setattr__(self, "_matcher", matcher)
         object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, key, value):

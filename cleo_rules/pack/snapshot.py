@@ -326,12 +326,13 @@ def relocated(pack: Pack, pack_dir: Path, manifest_path: Path, base_dirs=()) -> 
         rules[kind] = tuple(rule if shown[rule.file] == rule.file else dataclasses.replace(rule, file=shown[rule.file])
                             for rule in given)
     composition = dataclasses.replace(pack.composition, bases=bases) if bases else NOTHING
+    same = all(new is old for kind, given in rules.items() for new, old in zip(given, pack.family_rules[kind]))
     return Pack(name=pack.name, version=pack.version, locale=pack.locale, description=pack.description,
                 path=pack_dir, content_hash=pack.content_hash, settings=pack.settings, family_rules=rules,
                 context=pack.context, slots=pack.slots, slots_seed=pack.slots_seed, lexicon=pack.lexicon,
                 referent_words=pack.referent_words, requirements=pack.matcher.requirements,
                 manifest=_moved(pack.manifest, manifest_path), sources=MappingProxyType(own),
-                composition=composition)
+                composition=composition, matcher=pack.matcher if same else None)  # the very rules: its matcher
 
 
 def _moved(src: LoadedFile, path: Path) -> LoadedFile:

@@ -113,3 +113,28 @@ def test_templates_with_problems_raise_and_store_nothing(pack_dir, generations):
     with pytest.raises(CorpusError):
         cases_cache.generated(pack)
     assert generations == ["cleo-en", "cleo-en"] and corpus_entries(pack_dir) == []
+
+
+def test_one_process_reads_the_entry_once_until_it_changes(pack_dir, generations, monkeypatch):
+    read: list = []
+    real = cache.Store.read
+
+    def spy(self, key, kind="pack"):
+        read.append(kind)
+        return real(self, key, kind)
+
+    monkeypatch.setattr(cache.Store, "read", spy)
+    pack = compile_pack(pack_dir, check_examples=False)
+    first = cases_cache.generated(pack)  # generated, stored, remembered
+    again = cases_cache.generated(compile_pack(pack_dir, check_examples=False))
+    assert generations == ["cleo-en"] and read.count("corpus") == 1  # the first look only
+    assert again == first and again is not first and all(a is not b for a, b in zip(again, first))
+    again[0].cases.clear()  # a caller's groups are its own: the remembered ones are not changed
+    assert cases_cache.generated(pack) == first
+    entry, = corpus_entries(pack_dir)
+    blob = entry.read_bytes()
+    entry.unlink()
+    entry.write_bytes(blob)  # the same entry, written again by another process: read again
+    assert cases_cache.generated(pack) == first and read.count("corpus") == 2 and generations == ["cleo-en"]
+    entry.write_bytes(blob[:-10])  # damaged: generated again
+    assert cases_cache.generated(pack) == first and generations == ["cleo-en", "cleo-en"]

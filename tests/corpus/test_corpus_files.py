@@ -4,6 +4,7 @@ one-case-per-line layout read back exactly, hand-written files placed case by ca
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import yaml
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cleo_rules import load_pack
+from cleo_rules.corpus import files
 from cleo_rules.corpus.files import (
     CROSS_FILE, GENERATED_DIR, case_line, corpus_dir_of, default_corpus_dir, group_file, read_dir, render_corpus_file,
 )
@@ -146,3 +148,31 @@ def test_every_bundled_generated_header_is_read_without_the_loader():
     for path in generated:
         lines = path.read_text(encoding="utf-8").split("\n")
         assert _generated_header(lines[:lines.index("cases:")]) is not None, path.name
+
+
+def test_a_copy_of_a_corpus_named_alike_is_read_once_each_file_its_own(tmp_path, monkeypatch):
+    for name in ("one", "two"):
+        shutil.copytree(corpus_dir_of(rules_dir()), tmp_path / name / "corpus")
+    read: list = []
+    real = files._read_lines
+
+    def spy(path, shown, text):
+        read.append(shown)
+        return real(path, shown, text)
+
+    monkeypatch.setattr(files, "_read_lines", spy)
+    files._read.clear()
+    monkeypatch.chdir(tmp_path / "one")
+    _, first, _ = read_dir(Path("corpus"))
+    assert len(read) == len(first) > 0
+    monkeypatch.chdir(tmp_path / "two")
+    _, second, _ = read_dir(Path("corpus"))
+    assert len(read) == len(first)  # the same text under the same name: read once
+    for a, b in zip(first, second, strict=True):
+        assert a.cases == b.cases and a.header == b.header and a.display == b.display
+        assert a.path == Path("corpus") / GENERATED_DIR / Path(a.display).name == b.path
+        assert a.cases is not b.cases
+    (tmp_path / "two" / "corpus" / GENERATED_DIR / Path(first[0].display).name).write_text(
+        (tmp_path / "two" / "corpus" / GENERATED_DIR / Path(first[0].display).name).read_text() + "\n")
+    read_dir(Path("corpus"))
+    assert read[len(first):] == [first[0].display]  # another text is read again

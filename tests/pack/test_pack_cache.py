@@ -230,6 +230,78 @@ def test_a_pack_is_read_back_in_another_directory_as_that_directorys(tmp_path, w
     assert len(compiles) == 1  # the one without the cache
 
 
+@pytest.fixture
+def reads(monkeypatch):
+    """Every entry read from the cache, by kind."""
+    calls: list = []
+    real = cache.Store.read
+
+    def spy(self, key, kind="pack"):
+        calls.append(kind)
+        return real(self, key, kind)
+
+    monkeypatch.setattr(cache.Store, "read", spy)
+    return calls
+
+
+def test_the_same_files_compiled_again_in_one_process_are_the_pack_remembered(tmp_path, cache_dir, compiles, reads,
+                                                                                 monkeypatch):
+    copies = [tmp_path / name for name in ("one", "two", "three")]
+    for where in copies:
+        shutil.copytree(rules_dir(), where)
+    monkeypatch.chdir(tmp_path)
+    first = compile_pack(copies[0], check_examples=False)
+    assert len(compiles) == 1 and len(entries(cache_dir)) == 1
+    again = [compile_pack(where, check_examples=False) for where in copies]
+    assert len(compiles) == 1 and reads.count("pack") == 1  # the first compile's look; none since
+    cache._recent.clear()  # what another process reads back from the entry
+    read_back = compile_pack(copies[2], check_examples=False)
+    assert reads.count("pack") == 2 and len(compiles) == 1
+    same_pack(again[2], read_back)
+    for where, pack in zip(copies, again, strict=True):
+        assert pack.path == where and pack is not first and cache.key_of(pack) == cache.key_of(first)
+        assert all(src.path == where / name for name, src in pack.sources.items())
+        same_pack(pack, uncached(where, monkeypatch))
+
+
+@pytest.mark.parametrize("change", ["rewritten whole", "removed"])
+def test_a_remembered_pack_whose_entry_changed_is_read_or_compiled_again(change, warm_dir, compiles, reads, bundled):
+    compile_pack(check_examples=False)
+    compile_pack(check_examples=False)
+    assert reads.count("pack") == 1 and compiles == []
+    entry, = entries(warm_dir)
+    if change == "removed":
+        entry.unlink()
+    else:  # the same bytes, written again by another process
+        blob = entry.read_bytes()
+        entry.unlink()
+        entry.write_bytes(blob)
+    same_pack(compile_pack(check_examples=False), bundled)
+    assert reads.count("pack") == 2 and len(compiles) == (1 if change == "removed" else 0)
+
+
+def test_at_most_max_recent_packs_are_remembered_in_another_cache_none(tmp_path, cache_dir, mini, compiles, reads,
+                                                                      monkeypatch):
+    variants = []
+    for n in range(cache.MAX_RECENT + 1):
+        where = tmp_path / f"v{n}"
+        shutil.copytree(mini, where)
+        text = (where / "pack.yaml").read_text(encoding="utf-8")
+        (where / "pack.yaml").write_text(text.replace("min_chars: 10", f"min_chars: {10 + n}"), encoding="utf-8")
+        variants.append(where)
+        compile_pack(where, check_examples=False)
+    assert len(compiles) == len(variants) and len(entries(cache_dir)) == len(variants)
+    before = reads.count("pack")
+    for where in variants[1:]:
+        compile_pack(where, check_examples=False)
+    assert reads.count("pack") == before  # the last MAX_RECENT, remembered
+    assert compile_pack(variants[0], check_examples=False).settings.min_chars == 10
+    assert reads.count("pack") == before + 1  # the first, forgotten: read back from its entry
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "another"))
+    compile_pack(variants[0], check_examples=False)
+    assert len(compiles) == len(variants) + 1  # another cache knows none of them
+
+
 def _ignored_then_rewritten(compiles, bundled) -> None:
     before = len(compiles)
     pack = compile_pack(check_examples=False)
