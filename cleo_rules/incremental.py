@@ -16,8 +16,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
-__all__ = ["Memo", "clear_memos", "memoized"]
+__all__ = ["Memo", "Recent", "clear_memos", "memoized"]
+
+_T = TypeVar("_T")
 
 _every: list[Callable[[], None]] = []
 
@@ -59,6 +62,37 @@ class Memo:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class Recent(Generic[_T]):
+    """What a process read back from entries of one ``kind`` of the compiled-pack cache
+    (:class:`cleo_rules.pack.cache.Store`), or stored in them, most recently (at most ``size``), each kept with its
+    entry as the file system showed it then (``store.seen``): :meth:`get` gives it back while the entry is still
+    that file, unchanged, so what was read and decoded once is not read and decoded again. An entry rewritten,
+    damaged or removed since is read again, or what it holds made again, as the first time."""
+
+    def __init__(self, kind: str, size: int):
+        self.kind = kind
+        self._memo = Memo(size)
+
+    def get(self, store, key: str) -> _T | None:
+        """What :meth:`put` kept for ``key`` in ``store`` while its entry is unchanged (then marked recently used),
+        or None."""
+        found = self._memo.get((str(store.root), key))
+        if found is None or found[1] != store.seen(key, self.kind):
+            return None
+        self.put(store, key, found[0])
+        return found[0]
+
+    def put(self, store, key: str, value: _T) -> None:
+        """Keep ``value``, read from or written to the entry of ``key`` in ``store``, with the entry as it is now
+        (touched: recently used); nothing when there is no entry."""
+        seen = store.seen(key, self.kind, touch=True)
+        if seen is not None:
+            self._memo.put((str(store.root), key), (value, seen))
+
+    def clear(self) -> None:
+        self._memo.clear()
 
 
 def memoized(fn):

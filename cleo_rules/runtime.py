@@ -49,7 +49,7 @@ from pathlib import Path
 
 from .corpus.files import corpus_dir_of, corpus_files
 from .errors import CleoError, PackError
-from .pack import cache
+from .pack import cache, cache_key
 from .pack.compile import load_pack
 from .pack.compose import base_dirs, directory_bases
 from .reading.load import MANIFEST, load_yaml, resolve_member
@@ -154,7 +154,7 @@ def _remember(store, before: str | None, pack_dir, pack: Pack) -> bool:
 
 def _verdict_key(pack_dir) -> str | None:
     """What the gate's verdict on the pack in ``pack_dir`` rests on, as a cache key: every input of the compiled
-    pack (:func:`cleo_rules.pack.cache.key`) and every file of its corpus; None when one cannot be vouched for
+    pack (:func:`cleo_rules.pack.cache_key.key`) and every file of its corpus; None when one cannot be vouched for
     (a link, a file that cannot be read or is over the size bound: the gate then checks it, and says why)."""
     path = Path(pack_dir)
     manifest = path / MANIFEST if path.is_dir() else path
@@ -166,11 +166,11 @@ def _verdict_key(pack_dir) -> str | None:
         hand, generated = corpus_files(corpus)
         found.append((i, corpus.is_dir()))
         for file in hand + generated:
-            digest = None if file.is_symlink() else cache.file_digest(file)
+            digest = None if file.is_symlink() else cache_key.file_digest(file)
             if digest is None:
                 return None
             found.append((i, file.relative_to(corpus).as_posix(), digest))
-    return cache.key(manifest.parent, manifest, more=["gate", found])
+    return cache_key.key(manifest.parent, manifest, more=["gate", found])
 
 
 # --------------------------------------------------------------------------

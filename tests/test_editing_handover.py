@@ -24,7 +24,7 @@ from cleo_rules import runtime
 from cleo_rules.corpus.cases_cache import generated
 from cleo_rules.editing import edit_file, read_file
 from cleo_rules.incremental import clear_memos
-from cleo_rules.pack import cache, compile as compile_module, snapshot
+from cleo_rules.pack import cache, cache_key, compile as compile_module, snapshot
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import PackManager
@@ -165,7 +165,7 @@ def test_relocated_is_the_round_trip_through_an_entry(tmp_path, monkeypatch):
     other, _ = make("relative", tmp_path / "two")
     monkeypatch.setenv(cache.ENV, "off")
     pack = compile_pack(pack_dir, check_examples=False)
-    keyed = cache._keyed(other, other / "pack.yaml")
+    keyed = cache_key.keyed(other, other / "pack.yaml")
     assert keyed is not None
     bases = keyed[1]
     assert [b.resolve() for b in bases] == [(tmp_path / "two" / "shared" / "base" / "rules").resolve()]

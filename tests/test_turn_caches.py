@@ -79,6 +79,7 @@ def test_the_kinds_remembered_are_bounded_least_recently_used_first():
 
 def test_a_turn_read_for_its_referents_is_not_named_again_for_its_topic(monkeypatch):
     finder = load_pack().matcher.referents
+    finder._cache.clear()  # the matcher is shared by every pack compiled from these files in this process
     calls = []
     names = referents_module.names
     monkeypatch.setattr(referents_module, "names", lambda text, *a: calls.append(text) or names(text, *a))
@@ -94,6 +95,7 @@ def test_a_turn_read_for_its_referents_is_not_named_again_for_its_topic(monkeypa
 def test_a_follow_up_with_no_negation_reads_no_offer():
     pack = load_pack()
     finder = pack.matcher.referents
+    finder._cache.clear()  # the matcher is shared by every pack compiled from these files in this process
     d = pack.classify("Thank you, goodbye.", TRAIN)
     assert d.kind == "follow_up"
     assert TRAIN[1]["content"] not in finder._cache  # the reply's options were not read

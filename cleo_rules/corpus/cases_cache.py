@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from ..incremental import Recent
 from ..pack import cache
 from .generate import Group, generate
 from .model import Case, CaseTurn
@@ -28,8 +29,8 @@ log = logging.getLogger("cleo_rules")
 _KIND = "corpus"
 _FORMAT = 1
 #: the cases read back or stored most recently, so that a process judging the same pack again (the same files, in
-#: that directory or another) does not read and decode them again (:class:`cleo_rules.pack.cache.Recent`)
-_recent: cache.Recent[list[Group]] = cache.Recent(_KIND, 2)
+#: that directory or another) does not read and decode them again
+_recent: Recent[list[Group]] = Recent(_KIND, 2)
 
 
 def generated(pack) -> list[Group]:

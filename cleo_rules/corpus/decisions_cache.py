@@ -5,7 +5,7 @@ with its conversation. What a decision depends on is the pack's
 :func:`~.judge.decision_key` (its settings, every rule of every family but
 what never decides, the word lists) and the code that classifies, so the
 decisions are stored under a key made of both, as every entry's key is made
-(:func:`cleo_rules.pack.cache.code_key`): the decision key, the environment a
+(:func:`cleo_rules.pack.cache_key.code_key`): the decision key, the environment a
 compiled pack is keyed by (every module of the package, Python and the
 libraries) and the code of each rule family registered from outside the
 package. A pack whose files changed
@@ -30,7 +30,7 @@ import logging
 
 from ..decision import Decision, Part, make_decision
 from ..kinds import DecisionKind
-from ..pack import cache
+from ..pack import cache, cache_key
 
 __all__ = ["Kept", "kept_for"]
 
@@ -44,7 +44,7 @@ def entry_key(pack) -> str | None:
     """The key the decisions of ``pack`` are stored under; None when the code of an outside family cannot be read."""
     from .judge import decision_key
 
-    return cache.code_key({"decisions": decision_key(pack)})
+    return cache_key.code_key({"decisions": decision_key(pack)})
 
 
 class Kept:

@@ -7,17 +7,11 @@ mode 0700 and used only when it belongs to the user and no one else may write
 to it; otherwise packs are compiled as if there were no cache, with a warning.
 
 **The key** is a SHA-256 over everything a compile reads or runs
-(:func:`inputs`, :func:`environment`): the bytes of the manifest and of every
-file it lists, read under the loader's own bounds, and of the JSON Schemas;
-the cleo-rules code itself (every module of the package, so a new version or
-an edited checkout recompiles), the code of each rule family registered from
-outside the package (:func:`~.snapshot.family_code`) and the versions of Python, ``regex``, PyYAML
-and jsonschema. Change one byte of any of them and the key is another. Inputs
-are a list of ``(role, name, digest)``: a pack built on another pack adds its
-base's files with a role of their own. A pack the cache cannot vouch for (a
-member missing, unreadable, over the size bound or outside the pack) is
-compiled as usual and not cached, so every error is found and placed by the
-compiler, as without a cache; a pack that does not compile is never written.
+(:mod:`.cache_key`): the pack's files, the schemas, the code and the libraries
+it runs on. A pack the cache cannot vouch for (a member missing, unreadable,
+over the size bound or outside the pack) is compiled as usual and not cached,
+so every error is found and placed by the compiler, as without a cache; a pack
+that does not compile is never written.
 
 **An entry** is the compiled pack as plain data (:mod:`.snapshot`: JSON,
 nothing that can run code); the corpus its templates generate, under the same
@@ -52,9 +46,7 @@ removed since is read, or the pack compiled, as the first time); at most
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
-import functools
 import hashlib
 import hmac
 import json
@@ -62,27 +54,22 @@ import logging
 import os
 import secrets
 import stat
-import sys
 import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar
 from pathlib import Path
 
-import regex
-import yaml
 
-from .. import families
-from ..reading.load import MANIFEST, MAX_FILE_BYTES, MAX_FILES, LoadedFile, parse_yaml, resolve_member
-from ..resources import package_dir, schemas_dir
-from . import compose
+from ..incremental import Recent
+from ..reading.load import MANIFEST
+from . import cache_key
 from .model import Pack
-from .snapshot import FORMAT, Unstorable, family_code, from_data, relocated, to_data
+from .snapshot import Unstorable, from_data, relocated, to_data
 
-__all__ = ["ENV", "ENTRY_KINDS", "MAX_ENTRIES", "Store", "code_key", "compiled", "environment", "file_digest", "flush",
-           "inputs", "key", "key_of", "location", "relocate", "store_entry", "written_later"]
+__all__ = ["ENV", "ENTRY_KINDS", "MAX_ENTRIES", "Store", "compiled", "flush", "key_of", "location", "relocate",
+           "store_entry", "written_later"]
 
 log = logging.getLogger("cleo_rules")
 
@@ -100,7 +87,6 @@ _STALE_TEMP = 3600.0  # seconds after which a temporary file is a crashed writer
 _warned: set[str] = set()
 _keys: weakref.WeakKeyDictionary[Pack, str] = weakref.WeakKeyDictionary()  # see key_of
 _keys_lock = threading.Lock()
-_T = TypeVar("_T")
 MAX_RECENT = 2  # packs: one the size of cleo-en holds about 17 MB, much of it shared with its relocations
 
 
@@ -124,179 +110,6 @@ def location() -> Path | None:
         return Path.home() / ".cache" / "cleo-rules"
     except RuntimeError:  # no home directory
         return None
-
-
-# -- the key ---------------------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> bytes | None:
-    """The bytes of a regular file within the loader's size bound, or None."""
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except OSError:
-        return None
-    return raw if len(raw) <= MAX_FILE_BYTES else None
-
-
-def _digest(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()
-
-
-def file_digest(path: Path) -> str | None:
-    """SHA-256 of a regular file within the loader's size bound (links followed), or None."""
-    raw = _read(path)
-    return None if raw is None else _digest(raw)
-
-
-def inputs(pack_dir: Path, manifest_path: Path) -> list[tuple[str, str, str]] | None:
-    """Every file a compile of this pack reads, as ``(role, name, sha256)``; None when one cannot be vouched for.
-
-    The manifest's ``files`` are read from the very bytes digested, each
-    member only if the loader would read it (inside the pack, a regular file,
-    within the size bound); so are the manifest and files of every pack it is
-    built on (:mod:`.compose`), with the role ``base``. Any doubt (a base that
-    cannot be found, a range it is outside) is None, and the pack is compiled
-    without the cache.
-    """
-    found = _inputs(pack_dir, manifest_path)
-    return None if found is None else found[0]
-
-
-def _members(pack_dir: Path, manifest_path: Path, role: str, prefix: str = ""
-             ) -> tuple[list[tuple[str, str, str]], LoadedFile] | None:
-    """The manifest of one pack and the files it lists, digested, and the manifest as read from those bytes."""
-    raw = _read(manifest_path)
-    if raw is None:
-        return None
-    try:
-        manifest, _ = parse_yaml(raw.decode("utf-8"), manifest_path, str(manifest_path))
-    except UnicodeDecodeError:
-        return None
-    if manifest is None or not isinstance(manifest.data, dict):
-        return None
-    names = manifest.data.get("files", [] if "extends" in manifest.data else None)
-    if not isinstance(names, list) or len(names) > MAX_FILES or not all(isinstance(n, str) for n in names):
-        return None
-    found = [(role, prefix + manifest_path.name, _digest(raw))]
-    for name in names:
-        member = resolve_member(pack_dir, name)
-        body = _read(member) if member is not None else None
-        if body is None:
-            return None
-        found.append((role if role == "base" else "member", prefix + name, _digest(body)))
-    return found, manifest
-
-
-def _inputs(pack_dir: Path, manifest_path: Path) -> tuple[list[tuple[str, str, str]], list[Path]] | None:
-    """:func:`inputs`, and the directories of the packs it is built on, in the order they apply."""
-    own = _members(pack_dir, manifest_path, "manifest")
-    if own is None:
-        return None
-    found, manifest = own
-    base_dirs: list[Path] = []
-    if "extends" in manifest.data:
-        problems: list = []
-        packs = compose.layers(pack_dir, manifest, problems)
-        if problems:
-            return None
-        for i, layer in enumerate(packs[:-1]):
-            base = _members(layer.path, layer.path / MANIFEST, "base", f"{i}:{layer.spec}:")
-            if base is None:
-                return None
-            found += base[0]
-            base_dirs.append(layer.path)
-    for schema in sorted(schemas_dir().glob("*.json")):
-        body = _read(schema)
-        if body is None:
-            return None
-        found.append(("schema", schema.name, _digest(body)))
-    return found, base_dirs
-
-
-@functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
-    """SHA-256 of every module of the cleo_rules package: its version, and any edit to a checkout."""
-    h = hashlib.sha256()
-    root = package_dir()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _outside_code() -> list[list] | None:
-    """``[kind, family_code]`` of each family registered from outside the package; None when one's code cannot be
-    read."""
-    found = []
-    for family in families.outside():
-        code = family_code(family)
-        if code is None:
-            _warn_once(f"the code of the rule family {family.kind!r} cannot be read", logging.INFO)
-            return None
-        found.append([family.kind, code])
-    return found
-
-
-@functools.lru_cache(maxsize=None)
-def _dist_version(dist: str, module: str) -> str:
-    """The installed version of ``dist`` (whose top-level module is ``module``), without importing either."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.origin:
-        site = Path(spec.origin).parent.parent
-        found = sorted(site.glob(f"{dist}-*.dist-info"))
-        if len(found) == 1:
-            return found[0].name[len(dist) + 1:-len(".dist-info")]
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def environment() -> dict[str, str]:
-    """What besides the pack's files decides a compile: the code and the libraries it runs on."""
-    return {"format": str(FORMAT), "python": f"{sys.implementation.name} {sys.version}",
-            "cleo-rules": _code_digest(), "regex": regex.__version__, "pyyaml": yaml.__version__,
-            "jsonschema": _dist_version("jsonschema", "jsonschema")}
-
-
-def key(pack_dir: Path, manifest_path: Path, *, more: list | None = None) -> str | None:
-    """The cache key of the pack in ``pack_dir``; None when it cannot be cached (see :func:`inputs`).
-
-    ``more`` adds inputs of an entry about the pack (the gate's: its corpus files).
-    """
-    keyed = _keyed(pack_dir, manifest_path, more)
-    return None if keyed is None else keyed[0]
-
-
-def _keyed(pack_dir: Path, manifest_path: Path, more: list | None = None) -> tuple[str, list[Path]] | None:
-    """:func:`key`, and the directories of the packs the pack is built on."""
-    found = _inputs(pack_dir, manifest_path)
-    if found is None:
-        return None
-    wanted = code_key(found[0], *([more] if more is not None else []))
-    return None if wanted is None else (wanted, found[1])
-
-
-def code_key(*parts) -> str | None:
-    """A SHA-256 over ``parts`` (plain data) and everything besides them that decides what the code makes of them:
-    :func:`environment` and the code of each rule family registered from outside the package (:func:`_outside_code`);
-    None when that code cannot be read. Every entry's key is one."""
-    outside = _outside_code()
-    if outside is None:
-        return None
-    text = json.dumps([environment(), *parts] + ([{"families": outside}] if outside else []), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # -- the store -------------------------------------------------------------------------------------------
@@ -479,47 +292,6 @@ class Store:
                     pass
 
 
-class Recent(Generic[_T]):
-    """What this process read back from entries of one kind, or stored in them, most recently (at most ``size``),
-    each with its entry as the file system showed it then (:meth:`Store.seen`): :meth:`get` gives it back while
-    the entry is still that file, unchanged, so what was read and decoded once is not read and decoded again; an
-    entry rewritten, damaged or removed since is read again, or what it holds made again, as the first time."""
-
-    def __init__(self, kind: str, size: int):
-        self.kind, self.size = kind, size
-        self._held: collections.OrderedDict[tuple[str, str], tuple[_T, tuple]] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, store: Store, key: str) -> _T | None:
-        """What :meth:`put` kept for ``key`` in ``store`` while its entry is unchanged (marked recently used), or
-        None."""
-        held = (str(store.root), key)
-        with self._lock:
-            value, seen = self._held.get(held, (None, None))
-        if value is None or seen != store.seen(key, self.kind):
-            return None
-        self.put(store, key, value)
-        return value
-
-    def put(self, store: Store, key: str, value: _T) -> None:
-        """Keep ``value``, read from or written to the entry of ``key`` in ``store``, with the entry as it is now
-        (touched: recently used); nothing when there is no entry."""
-        held = (str(store.root), key)
-        seen = store.seen(key, self.kind, touch=True)
-        with self._lock:
-            if seen is None:
-                self._held.pop(held, None)
-                return
-            self._held[held] = (value, seen)
-            self._held.move_to_end(held)
-            while len(self._held) > self.size:
-                self._held.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._held.clear()
-
-
 #: the packs read back or stored most recently (:func:`compiled`)
 _recent: Recent[Pack] = Recent("pack", MAX_RECENT)
 
@@ -618,7 +390,7 @@ def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -
     compile as before it.
     """
     store = Store.open()
-    keyed = _keyed(pack_dir, manifest_path) if store is not None else None
+    keyed = cache_key.keyed(pack_dir, manifest_path) if store is not None else None
     if store is None or keyed is None:
         return compile()
     wanted, base_dirs = keyed
@@ -638,7 +410,7 @@ def compiled(pack_dir: Path, manifest_path: Path, compile: Callable[[], Pack]) -
             _recent.put(store, wanted, pack)
             return pack
     pack = compile()
-    if key(pack_dir, manifest_path) == wanted:
+    if cache_key.key(pack_dir, manifest_path) == wanted:
         _known(pack, wanted)
         store_entry(store, wanted, lambda: to_data(pack), written=lambda: _recent.put(store, wanted, pack))
     return pack
@@ -672,7 +444,7 @@ def relocate(pack: Pack, pack_dir) -> Pack | None:
     """
     wanted = key_of(pack)
     manifest_path = Path(pack_dir) / MANIFEST
-    keyed = _keyed(Path(pack_dir), manifest_path) if wanted is not None else None
+    keyed = cache_key.keyed(Path(pack_dir), manifest_path) if wanted is not None else None
     if wanted is None or keyed is None or keyed[0] != wanted:
         return None
     try:

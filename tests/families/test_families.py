@@ -29,7 +29,7 @@ from cleo_rules.errors import PackError
 from cleo_rules.explain import Attempt
 from cleo_rules.families import Family
 from cleo_rules.kinds import DecisionKind, FileKind, RuleKind
-from cleo_rules.pack import cache
+from cleo_rules.pack import cache, cache_key
 from cleo_rules.pack import compile as compile_module
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import schemas_dir
@@ -253,7 +253,7 @@ def test_a_family_of_its_own_is_cached_like_a_bundled_one(greetings, tmp_path, m
     pack_dir = pack_with_greetings(tmp_path)
     first = compile_pack(pack_dir, check_examples=False)
     entry, = where.glob("pack-*.json")  # its rules stored, signed as a bundled family's
-    assert cache.key_of(first) == cache.key(pack_dir, pack_dir / "pack.yaml") == entry.name[5:-5]
+    assert cache.key_of(first) == cache_key.key(pack_dir, pack_dir / "pack.yaml") == entry.name[5:-5]
 
     def no_compile(path):
         raise AssertionError("compiled again")
@@ -266,9 +266,9 @@ def test_a_family_of_its_own_is_cached_like_a_bundled_one(greetings, tmp_path, m
     assert again.classify(message, HISTORY) == first.classify(message, HISTORY)
     monkeypatch.undo()
     # its code is in the key: the family changed, the key is another
-    key = cache.key(pack_dir, pack_dir / "pack.yaml")
+    key = cache_key.key(pack_dir, pack_dir / "pack.yaml")
     monkeypatch.setattr(greetings, "listed", 4)
-    assert cache.key(pack_dir, pack_dir / "pack.yaml") not in (None, key)
+    assert cache_key.key(pack_dir, pack_dir / "pack.yaml") not in (None, key)
 
 
 def test_a_family_whose_rules_cannot_be_stored_is_compiled_anew_and_says_why(greetings, tmp_path, monkeypatch,

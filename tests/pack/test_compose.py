@@ -19,7 +19,7 @@ from cleo_rules.cli import cli
 from cleo_rules.corpus.files import corpus_dir_of
 from cleo_rules.corpus.run import load_cases
 from cleo_rules.errors import PackError
-from cleo_rules.pack import cache
+from cleo_rules.pack import cache, cache_key
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import rules_dir
 from cleo_rules.runtime import PackManager
@@ -288,10 +288,10 @@ def test_one_byte_of_a_base_file_changes_the_cache_key_and_the_pack_read_back(tm
     origins = [again.origin(r) for r in again.rules]
     assert origins == [first.origin(r) for r in first.rules] == ["mini"] * len(compile_pack(MINI).rules)
     assert again.source(again.rule("vocab.nod")).path == tmp_path / "base" / "vocabulary.yaml"
-    key = cache.key(team, team / "pack.yaml")
+    key = cache_key.key(team, team / "pack.yaml")
     corrections = tmp_path / "base" / "corrections.yaml"
     corrections.write_text(corrections.read_text().replace("has tried", "had tried"))
-    assert cache.key(team, team / "pack.yaml") != key
+    assert cache_key.key(team, team / "pack.yaml") != key
     changed = compile_pack(team)
     assert changed.rule("correction.already-tried").description == "The user had tried it already."
     assert changed.content_hash != first.content_hash

@@ -29,7 +29,8 @@ import regex
 import yaml
 
 from cleo_rules.errors import PackError
-from cleo_rules.pack import cache, snapshot
+from cleo_rules.incremental import clear_memos
+from cleo_rules.pack import cache, cache_key, snapshot
 from cleo_rules.pack import compile as compile_mod
 from cleo_rules.pack.compile import compile_pack, compile_with_examples
 from cleo_rules.resources import inside_package, rules_dir
@@ -254,7 +255,7 @@ def test_the_same_files_compiled_again_in_one_process_are_the_pack_remembered(tm
     assert len(compiles) == 1 and len(entries(cache_dir)) == 1
     again = [compile_pack(where, check_examples=False) for where in copies]
     assert len(compiles) == 1 and reads.count("pack") == 1  # the first compile's look; none since
-    cache._recent.clear()  # what another process reads back from the entry
+    clear_memos()  # what another process reads back from the entry
     read_back = compile_pack(copies[2], check_examples=False)
     assert reads.count("pack") == 2 and len(compiles) == 1
     same_pack(again[2], read_back)
@@ -386,12 +387,12 @@ def test_another_version_of_cleo_rules_or_a_library_is_another_key(change, mini,
         if change == "regex":
             m.setattr(regex, "__version__", "1999.1.1")
         elif change == "cleo-rules":
-            m.setattr(cache, "_code_digest", lambda: "another version")
+            m.setattr(cache_key, "_code_digest", lambda: "another version")
         elif change == "pyyaml":
             m.setattr(yaml, "__version__", "5.1")
         elif change == "jsonschema":
-            real = cache._dist_version
-            m.setattr(cache, "_dist_version", lambda dist, module: "3.0.0" if dist == "jsonschema" else real(dist, module))
+            real = cache_key._dist_version
+            m.setattr(cache_key, "_dist_version", lambda dist, module: "3.0.0" if dist == "jsonschema" else real(dist, module))
         else:
             m.setattr(sys, "version", "3.11.0 (another build)")
         compile_pack(mini, check_examples=False)
@@ -403,10 +404,10 @@ def test_another_version_of_cleo_rules_or_a_library_is_another_key(change, mini,
 def test_the_code_digest_changes_with_any_module(tmp_path, monkeypatch):
     package = tmp_path / "cleo_rules"
     shutil.copytree(ROOT / "cleo_rules", package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(cache, "package_dir", lambda: package)
-    digest = cache._code_digest.__wrapped__
+    monkeypatch.setattr(cache_key, "package_dir", lambda: package)
+    digest = cache_key._code_digest.__wrapped__
     before = digest()
-    assert before == cache._code_digest() == cache.environment()["cleo-rules"]  # this checkout's code
+    assert before == cache_key._code_digest() == cache_key.environment()["cleo-rules"]  # this checkout's code
     path = package / "pack" / "compile.py"
     path.write_bytes(path.read_bytes() + b" ")
     assert digest() != before
@@ -415,7 +416,7 @@ def test_the_code_digest_changes_with_any_module(tmp_path, monkeypatch):
 def test_a_schema_change_is_another_key(tmp_path, mini, cache_dir, compiles, monkeypatch):
     schemas = tmp_path / "schemas"
     shutil.copytree(ROOT / "schemas", schemas)
-    monkeypatch.setattr(cache, "schemas_dir", lambda: schemas)
+    monkeypatch.setattr(cache_key, "schemas_dir", lambda: schemas)
     compile_pack(mini, check_examples=False)
     path = schemas / "vocabulary.schema.json"
     path.write_text(path.read_text(encoding="utf-8") + " ", encoding="utf-8")
@@ -426,7 +427,7 @@ def test_a_schema_change_is_another_key(tmp_path, mini, cache_dir, compiles, mon
 def test_two_processes_writing_at_once_leave_a_whole_entry(cache_dir, compiles, bundled):
     script = textwrap.dedent('''
         import sys, time
-        from cleo_rules.pack import cache, snapshot
+        from cleo_rules.pack import cache, cache_key, snapshot
         from cleo_rules.pack.compile import _find_manifest, compile_pack
         start = float(sys.argv[1])
         while time.time() < start:
@@ -434,7 +435,7 @@ def test_two_processes_writing_at_once_leave_a_whole_entry(cache_dir, compiles, 
         pack = compile_pack(check_examples=False)
         store = cache.Store.open()
         doc = snapshot.to_data(pack)
-        key = cache.key(*_find_manifest(None))
+        key = cache_key.key(*_find_manifest(None))
         for _ in range(15):
             store.write(key, doc)
     ''')
@@ -542,7 +543,7 @@ def test_a_pack_the_cache_cannot_vouch_for_is_compiled_and_not_stored(mini, cach
     with pytest.raises(PackError) as err:
         compile_pack(mini, check_examples=False)
     assert err.value.problems[0].code == "E115" and entries(cache_dir) == []
-    assert cache.key(mini, mini / "pack.yaml") is None
+    assert cache_key.key(mini, mini / "pack.yaml") is None
 
 
 def test_the_command_line_fills_and_reads_the_cache(tmp_path, mini, cache_dir):
