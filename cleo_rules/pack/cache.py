@@ -61,7 +61,6 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-
 from ..incremental import Recent
 from ..reading.load import MANIFEST
 from . import cache_key
