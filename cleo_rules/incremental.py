@@ -76,18 +76,21 @@ class Recent(Generic[_T]):
         self._memo = Memo(size)
 
     def get(self, store, key: str) -> _T | None:
-        """What :meth:`put` kept for ``key`` in ``store`` while its entry is unchanged (then marked recently used),
-        or None."""
+        """What :meth:`put` kept for ``key`` in ``store`` while its entry is unchanged (then marked recently used,
+        as reading it would), or None."""
         found = self._memo.get((str(store.root), key))
         if found is None or found[1] != store.seen(key, self.kind):
             return None
-        self.put(store, key, found[0])
+        self._keep(store, key, found[0], touch=True)
         return found[0]
 
     def put(self, store, key: str, value: _T) -> None:
-        """Keep ``value``, read from or written to the entry of ``key`` in ``store``, with the entry as it is now
-        (touched: recently used); nothing when there is no entry."""
-        seen = store.seen(key, self.kind, touch=True)
+        """Keep ``value``, just read from or written to the entry of ``key`` in ``store`` (which marked the entry
+        recently used), with the entry as it is now; nothing when there is no entry."""
+        self._keep(store, key, value, touch=False)
+
+    def _keep(self, store, key: str, value: _T, *, touch: bool) -> None:
+        seen = store.seen(key, self.kind, touch=touch)
         if seen is not None:
             self._memo.put((str(store.root), key), (value, seen))
 
