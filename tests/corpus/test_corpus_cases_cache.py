@@ -21,6 +21,8 @@ from cleo_rules.pack import cache
 from cleo_rules.pack.compile import compile_pack
 from cleo_rules.resources import rules_dir
 
+from helpers.packs import entry_reads
+
 
 @pytest.fixture
 def pack_dir(tmp_path, monkeypatch):
@@ -116,14 +118,7 @@ def test_templates_with_problems_raise_and_store_nothing(pack_dir, generations):
 
 
 def test_one_process_reads_the_entry_once_until_it_changes(pack_dir, generations, monkeypatch):
-    read: list = []
-    real = cache.Store.read
-
-    def spy(self, key, kind="pack"):
-        read.append(kind)
-        return real(self, key, kind)
-
-    monkeypatch.setattr(cache.Store, "read", spy)
+    read = entry_reads(monkeypatch)
     pack = compile_pack(pack_dir, check_examples=False)
     first = cases_cache.generated(pack)  # generated, stored, remembered
     again = cases_cache.generated(compile_pack(pack_dir, check_examples=False))

@@ -30,6 +30,8 @@ from cleo_rules.pack.compile import compile_pack
 from cleo_rules.pack.model import Pack
 from cleo_rules.resources import rules_dir
 
+from helpers.packs import entry_reads
+
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
@@ -97,14 +99,7 @@ def test_the_decisions_are_read_back_and_judged_as_made(pack_dir, classified, st
 def test_a_run_whose_decisions_the_process_remembers_reads_no_entry(pack_dir, classified, monkeypatch):
     pack = fresh(pack_dir)
     run_corpus(pack)  # read back from the entry
-    reads = []
-    real = cache.Store.read
-
-    def read(self, key, kind="pack"):
-        reads.append(kind)
-        return real(self, key, kind)
-
-    monkeypatch.setattr(cache.Store, "read", read)
+    reads = entry_reads(monkeypatch)
     again = run_corpus(pack)
     assert classified == [] and "decisions" not in reads and again.outcomes
 

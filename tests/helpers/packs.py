@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cleo_rules.pack import snapshot
+from cleo_rules.pack import cache, snapshot
 
 QUOTES = ["Compare the two van insurance quotes",
           {"role": "assistant", "content": "Hadley quotes 2,140 a year and Cresswell 1,865."}]
@@ -46,3 +46,16 @@ def probe_messages(pack) -> list[tuple[str, list]]:
             else:
                 out.append((ex, QUOTES))
     return out
+
+
+def entry_reads(monkeypatch) -> list[str]:
+    """The kind of every entry read from the compiled-pack cache from now on (``Store.read``), in order."""
+    calls: list[str] = []
+    real = cache.Store.read
+
+    def spy(self, key, kind="pack"):
+        calls.append(kind)
+        return real(self, key, kind)
+
+    monkeypatch.setattr(cache.Store, "read", spy)
+    return calls

@@ -36,7 +36,7 @@ from cleo_rules.pack.compile import compile_pack, compile_with_examples
 from cleo_rules.resources import inside_package, rules_dir
 
 from helpers import MINI, ROOT
-from helpers.packs import QUOTES, probe_messages, same_pack
+from helpers.packs import QUOTES, entry_reads, probe_messages, same_pack
 
 # a one-word name ending like a people's adjective ("-ian") names a person only as a given name
 CALLER = ["Who called while I was out?", {"role": "assistant", "content": "Adrian called about the invoice."}]
@@ -234,15 +234,7 @@ def test_a_pack_is_read_back_in_another_directory_as_that_directorys(tmp_path, w
 @pytest.fixture
 def reads(monkeypatch):
     """Every entry read from the cache, by kind."""
-    calls: list = []
-    real = cache.Store.read
-
-    def spy(self, key, kind="pack"):
-        calls.append(kind)
-        return real(self, key, kind)
-
-    monkeypatch.setattr(cache.Store, "read", spy)
-    return calls
+    return entry_reads(monkeypatch)
 
 
 def test_the_same_files_compiled_again_in_one_process_are_the_pack_remembered(tmp_path, cache_dir, compiles, reads,
